@@ -1,0 +1,26 @@
+/// An error from the crypto layer. `message` never contains key material.
+public struct CryptoError: Error, Equatable, Sendable, CustomStringConvertible {
+    public struct Code: RawRepresentable, Hashable, Sendable {
+        public let rawValue: String
+        public init(rawValue: String) { self.rawValue = rawValue }
+
+        public static let keyFileMissing = Code(rawValue: "key_file_missing")
+        public static let keyFileUnreadable = Code(rawValue: "key_file_unreadable")
+        public static let keyFileTooOpen = Code(rawValue: "key_file_permissions_too_open")
+        public static let invalidKey = Code(rawValue: "invalid_key")
+        public static let wrongCurve = Code(rawValue: "wrong_key_type")
+        public static let invalidSignature = Code(rawValue: "invalid_signature")
+        public static let invalidCertificate = Code(rawValue: "invalid_certificate")
+        public static let internalFailure = Code(rawValue: "crypto_failure")
+    }
+
+    public let code: Code
+    public let message: String
+
+    public init(_ code: Code, _ message: String) {
+        self.code = code
+        self.message = message
+    }
+
+    public var description: String { message }
+}

@@ -1,0 +1,69 @@
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Darwin)
+    import Darwin
+#endif
+
+/// Loads `.p8` key files with the care ssh takes: the file must exist, be a regular file, and be
+/// readable by its owner only. Errors name the path, never the contents.
+public enum PrivateKeyFile {
+    /// Reads and parses a P-256 PKCS#8 PEM key file.
+    public static func load(path: String) throws -> SigningKey {
+        let bytes = try readProtected(path: path)
+        do {
+            return try SigningKey(pem: bytes)
+        } catch let error as CryptoError {
+            throw CryptoError(error.code, "\(path): \(error.message)")
+        }
+    }
+
+    /// Reads a file that must not be readable, writable or executable by group or others.
+    public static func readProtected(path: String) throws -> [UInt8] {
+        var info = stat()
+        guard stat(path, &info) == 0 else {
+            if errno == ENOENT { throw CryptoError(.keyFileMissing, "\(path): key file not found") }
+            throw CryptoError(.keyFileUnreadable, "\(path): cannot stat key file (errno \(errno))")
+        }
+        guard (info.st_mode & S_IFMT) == S_IFREG else {
+            throw CryptoError(.keyFileUnreadable, "\(path): key file is not a regular file")
+        }
+        let mode = info.st_mode & 0o777
+        guard mode & 0o077 == 0 else {
+            let octal = String(mode, radix: 8)
+            throw CryptoError(
+                .keyFileTooOpen,
+                "\(path): key file mode is 0\(octal); group and others must have no access (run: chmod 600 \(path))")
+        }
+        guard let file = fopen(path, "rb") else {
+            throw CryptoError(.keyFileUnreadable, "\(path): cannot open key file (errno \(errno))")
+        }
+        defer { fclose(file) }
+        var bytes = [UInt8]()
+        var chunk = [UInt8](repeating: 0, count: 4096)
+        while true {
+            let count = fread(&chunk, 1, chunk.count, file)
+            if count > 0 { bytes.append(contentsOf: chunk[0..<count]) }
+            if count < chunk.count { break }
+            if bytes.count > 1 << 20 { throw CryptoError(.invalidKey, "\(path): key file is too large") }
+        }
+        return bytes
+    }
+
+    /// Writes key bytes to a new file created with mode 0600; refuses to overwrite.
+    public static func writeNew(path: String, contents: [UInt8]) throws {
+        let fd = open(path, O_WRONLY | O_CREAT | O_EXCL, 0o600)
+        guard fd >= 0 else {
+            if errno == EEXIST { throw CryptoError(.keyFileUnreadable, "\(path): file exists; refusing to overwrite a key") }
+            throw CryptoError(.keyFileUnreadable, "\(path): cannot create key file (errno \(errno))")
+        }
+        defer { close(fd) }
+        fchmod(fd, 0o600)
+        var written = 0
+        while written < contents.count {
+            let result = contents[written...].withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
+            guard result > 0 else { throw CryptoError(.keyFileUnreadable, "\(path): write failed (errno \(errno))") }
+            written += result
+        }
+        guard fsync(fd) == 0 else { throw CryptoError(.keyFileUnreadable, "\(path): fsync failed (errno \(errno))") }
+    }
+}

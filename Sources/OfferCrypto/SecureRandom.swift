@@ -1,0 +1,33 @@
+import COpenSSL
+
+/// Randomness from OpenSSL's CSPRNG.
+public enum SecureRandom {
+    public static func bytes(_ count: Int) -> [UInt8] {
+        var out = [UInt8](repeating: 0, count: count)
+        let ok = out.withUnsafeMutableBufferPointer { RAND_bytes($0.baseAddress, Int32(count)) }
+        precondition(ok == 1, "RAND_bytes failed")
+        return out
+    }
+
+    /// A random RFC 4122 version 4 UUID in lowercase canonical form.
+    public static func uuidV4() -> String {
+        var raw = bytes(16)
+        raw[6] = (raw[6] & 0x0F) | 0x40
+        raw[8] = (raw[8] & 0x3F) | 0x80
+        return formatUUID(raw)
+    }
+
+    /// Lowercase canonical text of 16 bytes: 8-4-4-4-12 hex digits.
+    public static func formatUUID(_ raw: [UInt8]) -> String {
+        precondition(raw.count == 16)
+        let hex: [UInt8] = Array("0123456789abcdef".utf8)
+        var text = [UInt8]()
+        text.reserveCapacity(36)
+        for (index, byte) in raw.enumerated() {
+            if index == 4 || index == 6 || index == 8 || index == 10 { text.append(UInt8(ascii: "-")) }
+            text.append(hex[Int(byte >> 4)])
+            text.append(hex[Int(byte & 0x0F)])
+        }
+        return String(decoding: text, as: UTF8.self)
+    }
+}

@@ -1,0 +1,155 @@
+import COpenSSL
+
+/// A P-256 private key held by OpenSSL, as App Store Connect issues them (PKCS#8, `.p8`).
+///
+/// `@unchecked Sendable`: the `EVP_PKEY` is never mutated after init, and OpenSSL 3 allows
+/// concurrent signing with one key as long as each operation has its own context (done per call).
+/// The type deliberately has no way to print or export the private key except `pkcs8PEM()`,
+/// which only the key generator uses.
+public final class SigningKey: @unchecked Sendable {
+    let pkey: OpaquePointer
+
+    private init(taking pkey: OpaquePointer) throws {
+        self.pkey = pkey
+        try Self.requireP256(pkey)
+    }
+
+    deinit { EVP_PKEY_free(pkey) }
+
+    /// Parses a PKCS#8 (or SEC1) PEM private key; the key must be on P-256.
+    public convenience init(pem: [UInt8]) throws {
+        guard let bio = pem.withUnsafeBytes({ BIO_new_mem_buf($0.baseAddress, Int32($0.count)) }) else {
+            throw CryptoError(.internalFailure, "cannot allocate a memory BIO")
+        }
+        defer { BIO_free(bio) }
+        guard let key = PEM_read_bio_PrivateKey(bio, nil, nil, nil) else {
+            OpenSSLError.drain()
+            throw CryptoError(.invalidKey, "not a PEM private key (expected PKCS#8 'BEGIN PRIVATE KEY')")
+        }
+        try self.init(taking: key)
+    }
+
+    /// Parses a PKCS#8 DER private key (as Xcode's `.storekit` file carries it, Base64-decoded).
+    public convenience init(pkcs8DER der: [UInt8]) throws {
+        let key: OpaquePointer? = der.withUnsafeBufferPointer { buffer in
+            var cursor: UnsafePointer<UInt8>? = buffer.baseAddress
+            return d2i_AutoPrivateKey(nil, &cursor, buffer.count)
+        }
+        guard let key else {
+            OpenSSLError.drain()
+            throw CryptoError(.invalidKey, "not a PKCS#8 DER private key")
+        }
+        try self.init(taking: key)
+    }
+
+    /// Makes a new random P-256 key.
+    public static func generate() throws -> SigningKey {
+        guard let ctx = EVP_PKEY_CTX_new_from_name(nil, "EC", nil) else {
+            throw CryptoError(.internalFailure, "cannot create a key generation context")
+        }
+        defer { EVP_PKEY_CTX_free(ctx) }
+        var key: OpaquePointer?
+        guard EVP_PKEY_keygen_init(ctx) == 1,
+            EVP_PKEY_CTX_set_group_name(ctx, "P-256") == 1,
+            EVP_PKEY_generate(ctx, &key) == 1, let key
+        else {
+            OpenSSLError.drain()
+            throw CryptoError(.internalFailure, "P-256 key generation failed")
+        }
+        return try SigningKey(taking: key)
+    }
+
+    /// Generates a P-384 key, used only by the test kit for Apple-like root and intermediate CAs.
+    public static func generateP384ForTesting() throws -> SigningKey {
+        guard let ctx = EVP_PKEY_CTX_new_from_name(nil, "EC", nil) else {
+            throw CryptoError(.internalFailure, "cannot create a key generation context")
+        }
+        defer { EVP_PKEY_CTX_free(ctx) }
+        var key: OpaquePointer?
+        guard EVP_PKEY_keygen_init(ctx) == 1,
+            EVP_PKEY_CTX_set_group_name(ctx, "P-384") == 1,
+            EVP_PKEY_generate(ctx, &key) == 1, let key
+        else {
+            OpenSSLError.drain()
+            throw CryptoError(.internalFailure, "P-384 key generation failed")
+        }
+        let holder = SigningKey(unchecked: key)
+        return holder
+    }
+
+    private init(unchecked pkey: OpaquePointer) { self.pkey = pkey }
+
+    /// The curve's name as OpenSSL reports it (`prime256v1` for P-256).
+    public var curveName: String { Self.groupName(pkey) ?? "unknown" }
+
+    /// The private key as PKCS#8 PEM. Used only to write a freshly generated key to a 0600 file.
+    public func pkcs8PEM() throws -> [UInt8] {
+        guard let bio = BIO_new(BIO_s_mem()) else { throw CryptoError(.internalFailure, "cannot allocate a BIO") }
+        defer { BIO_free(bio) }
+        guard PEM_write_bio_PrivateKey(bio, pkey, nil, nil, 0, nil, nil) == 1 else {
+            OpenSSLError.drain()
+            throw CryptoError(.internalFailure, "cannot encode the key as PKCS#8")
+        }
+        return readMemoryBIO(bio)
+    }
+
+    /// The matching public key.
+    public var publicKey: VerifyingKey {
+        get throws {
+            var der: UnsafeMutablePointer<UInt8>?
+            let length = i2d_PUBKEY(pkey, &der)
+            guard length > 0, let der else { throw CryptoError(.internalFailure, "cannot export the public key") }
+            defer { offer_OPENSSL_free(der) }
+            return try VerifyingKey(spkiDER: Array(UnsafeBufferPointer(start: der, count: Int(length))))
+        }
+    }
+
+    /// ECDSA with SHA-256 over `message`; returns the DER signature (70 to 72 bytes on P-256).
+    public func signatureDER<Bytes: ContiguousBytes>(for message: Bytes) throws -> [UInt8] {
+        guard let ctx = EVP_MD_CTX_new() else { throw CryptoError(.internalFailure, "cannot allocate a digest context") }
+        defer { EVP_MD_CTX_free(ctx) }
+        guard EVP_DigestSignInit(ctx, nil, EVP_sha256(), nil, pkey) == 1 else {
+            OpenSSLError.drain()
+            throw CryptoError(.internalFailure, "signing initialisation failed")
+        }
+        var signature = [UInt8](repeating: 0, count: 160)
+        var length = signature.count
+        let ok = message.withUnsafeBytes { input in
+            signature.withUnsafeMutableBufferPointer { out in
+                EVP_DigestSign(
+                    ctx, out.baseAddress, &length, input.baseAddress?.assumingMemoryBound(to: UInt8.self), input.count)
+            }
+        }
+        guard ok == 1 else {
+            OpenSSLError.drain()
+            throw CryptoError(.internalFailure, "signing failed")
+        }
+        signature.removeSubrange(length...)
+        return signature
+    }
+
+    /// ES256 as JOSE wants it: the raw 64-byte `r||s`.
+    public func signatureRaw<Bytes: ContiguousBytes>(for message: Bytes) throws -> [UInt8] {
+        try ECDSASignature.raw(fromDER: signatureDER(for: message), size: 32)
+    }
+
+    private static func requireP256(_ pkey: OpaquePointer) throws {
+        guard EVP_PKEY_get_base_id(pkey) == EVP_PKEY_EC else {
+            throw CryptoError(.wrongCurve, "key is not an elliptic-curve key; App Store keys are P-256 (ES256)")
+        }
+        let name = groupName(pkey)
+        guard name == "prime256v1" || name == "P-256" else {
+            throw CryptoError(.wrongCurve, "key is on curve \(name ?? "unknown"), not P-256 as ES256 requires")
+        }
+    }
+
+    static func groupName(_ pkey: OpaquePointer) -> String? {
+        var buffer = [CChar](repeating: 0, count: 64)
+        var length = 0
+        guard EVP_PKEY_get_group_name(pkey, &buffer, buffer.count, &length) == 1 else {
+            OpenSSLError.drain()
+            return nil
+        }
+        return String(decoding: buffer.prefix(while: { $0 != 0 }).map { UInt8(bitPattern: $0) }, as: UTF8.self)
+    }
+}

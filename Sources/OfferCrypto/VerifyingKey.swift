@@ -1,0 +1,85 @@
+import COpenSSL
+
+/// An elliptic-curve public key (P-256 for ES256; P-384 appears only inside certificate chains).
+///
+/// `@unchecked Sendable`: the `EVP_PKEY` is immutable after init and each verification uses its own context.
+public final class VerifyingKey: @unchecked Sendable {
+    let pkey: OpaquePointer
+
+    init(taking pkey: OpaquePointer) { self.pkey = pkey }
+
+    deinit { EVP_PKEY_free(pkey) }
+
+    /// Parses a DER `SubjectPublicKeyInfo`.
+    public convenience init(spkiDER der: [UInt8]) throws {
+        let key: OpaquePointer? = der.withUnsafeBufferPointer { buffer in
+            var cursor: UnsafePointer<UInt8>? = buffer.baseAddress
+            return d2i_PUBKEY(nil, &cursor, buffer.count)
+        }
+        guard let key else {
+            OpenSSLError.drain()
+            throw CryptoError(.invalidKey, "not a DER public key")
+        }
+        self.init(taking: key)
+    }
+
+    /// Parses a PEM `PUBLIC KEY`.
+    public convenience init(pem: [UInt8]) throws {
+        guard let bio = pem.withUnsafeBytes({ BIO_new_mem_buf($0.baseAddress, Int32($0.count)) }) else {
+            throw CryptoError(.internalFailure, "cannot allocate a memory BIO")
+        }
+        defer { BIO_free(bio) }
+        guard let key = PEM_read_bio_PUBKEY(bio, nil, nil, nil) else {
+            OpenSSLError.drain()
+            throw CryptoError(.invalidKey, "not a PEM public key")
+        }
+        self.init(taking: key)
+    }
+
+    /// The key as DER `SubjectPublicKeyInfo`.
+    public func spkiDER() throws -> [UInt8] {
+        var der: UnsafeMutablePointer<UInt8>?
+        let length = i2d_PUBKEY(pkey, &der)
+        guard length > 0, let der else { throw CryptoError(.internalFailure, "cannot export the public key") }
+        defer { offer_OPENSSL_free(der) }
+        return Array(UnsafeBufferPointer(start: der, count: Int(length)))
+    }
+
+    /// The key as PEM `PUBLIC KEY`.
+    public func pem() throws -> String {
+        guard let bio = BIO_new(BIO_s_mem()) else { throw CryptoError(.internalFailure, "cannot allocate a BIO") }
+        defer { BIO_free(bio) }
+        guard PEM_write_bio_PUBKEY(bio, pkey) == 1 else {
+            OpenSSLError.drain()
+            throw CryptoError(.internalFailure, "cannot encode the public key")
+        }
+        return String(decoding: readMemoryBIO(bio), as: UTF8.self)
+    }
+
+    /// The curve's name as OpenSSL reports it (`prime256v1`, `secp384r1`).
+    public var curveName: String { SigningKey.groupName(pkey) ?? "unknown" }
+
+    /// Checks a DER ECDSA-with-SHA-256 signature.
+    public func isValidSignature<Bytes: ContiguousBytes>(der signature: [UInt8], for message: Bytes) -> Bool {
+        guard let ctx = EVP_MD_CTX_new() else { return false }
+        defer { EVP_MD_CTX_free(ctx) }
+        guard EVP_DigestVerifyInit(ctx, nil, EVP_sha256(), nil, pkey) == 1 else {
+            OpenSSLError.drain()
+            return false
+        }
+        let result = message.withUnsafeBytes { input in
+            signature.withUnsafeBufferPointer { sig in
+                EVP_DigestVerify(
+                    ctx, sig.baseAddress, sig.count, input.baseAddress?.assumingMemoryBound(to: UInt8.self), input.count)
+            }
+        }
+        if result != 1 { OpenSSLError.drain() }
+        return result == 1
+    }
+
+    /// Checks a JOSE raw `r||s` ES256 signature (exactly 64 bytes).
+    public func isValidSignature<Bytes: ContiguousBytes>(raw signature: [UInt8], for message: Bytes) -> Bool {
+        guard signature.count == 64, let der = try? ECDSASignature.der(fromRaw: signature) else { return false }
+        return isValidSignature(der: der, for: message)
+    }
+}
