@@ -37,4 +37,16 @@ static inline void offer_sk_X509_free(STACK_OF(X509) *stack) {
     sk_X509_free(stack);
 }
 
+static inline int offer_sk_X509_num(const STACK_OF(X509) *stack) {
+    return sk_X509_num(stack);
+}
+
+static inline X509 *offer_sk_X509_value(const STACK_OF(X509) *stack, int index) {
+    return sk_X509_value(stack, index);
+}
+
+static inline unsigned long offer_XN_FLAG_RFC2253(void) {
+    return XN_FLAG_RFC2253;
+}
+
 #endif

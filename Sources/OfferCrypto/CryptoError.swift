@@ -12,6 +12,10 @@ public struct CryptoError: Error, Equatable, Sendable, CustomStringConvertible {
         public static let invalidSignature = Code(rawValue: "invalid_signature")
         public static let invalidCertificate = Code(rawValue: "invalid_certificate")
         public static let internalFailure = Code(rawValue: "crypto_failure")
+        /// The certificate chain does not lead to a configured root, or is invalid at the given time.
+        public static let untrustedChain = Code(rawValue: "untrusted_certificate_chain")
+        /// A certificate in an otherwise valid chain lacks the Apple extension its position requires.
+        public static let missingAppleExtension = Code(rawValue: "missing_apple_extension")
     }
 
     public let code: Code

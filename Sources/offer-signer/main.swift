@@ -1,1 +1,7 @@
-print("offer-signer")
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+let arguments = CommandLine.arguments.dropFirst()
+let status = CommandLineTool.run(arguments)
+exit(status)

@@ -1,0 +1,159 @@
+import OfferCrypto
+import Synchronization
+
+/// The kinds of App Store signed data an app sends as proof of who the customer is.
+public enum SignedDataKind: String, Sendable {
+    case transaction
+    case renewalInfo
+    case appTransaction
+
+    /// The payload member that names the environment (`receiptType` for an app transaction).
+    var environmentField: String { self == .appTransaction ? "receiptType" : "environment" }
+}
+
+/// Verifies App Store signed data the way Apple's `SignedDataVerifier` does (APPLE.md section 7):
+/// ES256 compact JWS, a three-certificate `x5c` chain validated at the payload's `signedDate` against
+/// the configured roots only, Apple's marker extensions, the leaf's signature, then app and environment.
+///
+/// Verified (leaf, intermediate) pairs are cached with the time span in which the chain is valid, so
+/// the P-384 chain check is paid once per Apple signing certificate, not per request.
+public final class SignedDataVerifier: Sendable {
+    /// Environments whose data carries real App Store chains.
+    public static let storeEnvironments: Set<String> = ["Production", "Sandbox"]
+    /// Environments of Xcode's and local StoreKit testing: one self-signed certificate, never trusted by default.
+    public static let localEnvironments: Set<String> = ["Xcode", "LocalTesting"]
+
+    private let chainVerifier: CertificateChainVerifier
+    private let allowedEnvironments: Set<String>
+    private let cache: Mutex<ChainCache>
+
+    public init(trustedRoots: [Certificate], allowedEnvironments: Set<String>, cacheCapacity: Int = 256) {
+        self.chainVerifier = CertificateChainVerifier(trustedRoots: trustedRoots)
+        self.allowedEnvironments = allowedEnvironments
+        self.cache = Mutex(ChainCache(capacity: cacheCapacity))
+    }
+
+    /// Verifies `token` as data of `kind` for `bundleId`; returns the trusted payload.
+    /// `allowLocalTesting` admits Xcode/LocalTesting data signed by its single self-made certificate.
+    public func verify(_ token: String, kind: SignedDataKind, bundleId: String, allowLocalTesting: Bool = false)
+        throws(SignedDataError) -> JSONValue
+    {
+        let parts: CompactJWS.Parts
+        do {
+            parts = try CompactJWS.decode(token)
+        } catch {
+            throw SignedDataError(.malformed, error.message)
+        }
+        guard parts.header["alg"]?.stringValue == "ES256" else {
+            throw SignedDataError(.malformed, "header alg must be ES256")
+        }
+        guard let signedDate = parts.payload["signedDate"]?.int64Value, signedDate > 0 else {
+            throw SignedDataError(.malformed, "payload has no signedDate")
+        }
+        guard let chain = parts.header["x5c"]?.arrayValue, !chain.isEmpty, chain.count <= 3 else {
+            throw SignedDataError(.malformed, "header x5c must hold the certificate chain")
+        }
+        let certificates = try chain.map { (entry: JSONValue) throws(SignedDataError) -> [UInt8] in
+            guard let text = entry.stringValue, let der = Base64.decode(text), !der.isEmpty else {
+                throw SignedDataError(.malformed, "x5c entry is not standard Base64")
+            }
+            return der
+        }
+        let environment = parts.payload[kind.environmentField]?.stringValue
+        let isLocal = environment.map { Self.localEnvironments.contains($0) } ?? false
+
+        let leafKey: VerifyingKey
+        if certificates.count == 3 {
+            leafKey = try verifiedLeafKey(leaf: certificates[0], intermediate: certificates[1], at: signedDate)
+        } else if certificates.count == 1 && isLocal && allowLocalTesting {
+            leafKey = try localTestingKey(certificates[0])
+        } else if isLocal && !allowLocalTesting {
+            throw SignedDataError(
+                .wrongEnvironment, "\(environment ?? "") data is accepted only for an app with localTesting on")
+        } else {
+            throw SignedDataError(.malformed, "x5c must hold exactly three certificates")
+        }
+
+        guard leafKey.isValidSignature(raw: parts.signature, for: parts.signingInput) else {
+            throw SignedDataError(.badSignature, "signature does not verify with the signing certificate")
+        }
+        guard parts.payload["bundleId"]?.stringValue == bundleId else {
+            throw SignedDataError(.wrongApp, "signed data is for another app")
+        }
+        guard let environment else { throw SignedDataError(.malformed, "payload has no \(kind.environmentField)") }
+        if isLocal {
+            guard allowLocalTesting, certificates.count == 1 else {
+                throw SignedDataError(.wrongEnvironment, "\(environment) data is accepted only with localTesting on")
+            }
+        } else if !allowedEnvironments.contains(environment) || certificates.count != 3 {
+            throw SignedDataError(.wrongEnvironment, "environment \(environment) is not accepted here")
+        }
+        return parts.payload
+    }
+
+    /// The number of verified chains held in the cache (for metrics and tests).
+    public var cachedChainCount: Int { cache.withLock { $0.count } }
+
+    private func verifiedLeafKey(leaf: [UInt8], intermediate: [UInt8], at signedDate: Int64)
+        throws(SignedDataError) -> VerifyingKey
+    {
+        let seconds = signedDate / 1000
+        let cacheKey = SHA256.hash(leaf + intermediate)
+        if let hit = cache.withLock({ $0.lookup(cacheKey, at: seconds) }) { return hit }
+        do {
+            let leafCertificate = try Certificate(der: leaf)
+            let intermediateCertificate = try Certificate(der: intermediate)
+            let key = try chainVerifier.verify(leaf: leafCertificate, intermediate: intermediateCertificate, at: seconds)
+            let from = max(leafCertificate.notBefore, intermediateCertificate.notBefore)
+            let until = min(leafCertificate.notAfter, intermediateCertificate.notAfter)
+            cache.withLock { $0.insert(cacheKey, key: key, from: from, until: until) }
+            return key
+        } catch let error as CryptoError {
+            switch error.code {
+            case .invalidCertificate: throw SignedDataError(.malformed, "x5c holds a certificate that does not parse")
+            case .missingAppleExtension: throw SignedDataError(.missingAppleExtension, error.message)
+            default: throw SignedDataError(.untrustedChain, error.message)
+            }
+        } catch {
+            throw SignedDataError(.untrustedChain, "certificate chain did not verify")
+        }
+    }
+
+    private func localTestingKey(_ der: [UInt8]) throws(SignedDataError) -> VerifyingKey {
+        do {
+            return try Certificate(der: der).publicKey
+        } catch {
+            throw SignedDataError(.malformed, "x5c certificate does not parse")
+        }
+    }
+}
+
+/// A bounded map from a chain's fingerprint to its leaf key and the span in which the chain is valid.
+struct ChainCache: ~Copyable {
+    struct Entry {
+        let key: VerifyingKey
+        let from: Int64
+        let until: Int64
+    }
+
+    let capacity: Int
+    private var entries: [[UInt8]: Entry] = [:]
+    private var order: [[UInt8]] = []
+
+    init(capacity: Int) { self.capacity = max(1, capacity) }
+
+    var count: Int { entries.count }
+
+    func lookup(_ fingerprint: [UInt8], at seconds: Int64) -> VerifyingKey? {
+        guard let entry = entries[fingerprint], seconds >= entry.from, seconds <= entry.until else { return nil }
+        return entry.key
+    }
+
+    mutating func insert(_ fingerprint: [UInt8], key: VerifyingKey, from: Int64, until: Int64) {
+        if entries[fingerprint] == nil {
+            if order.count >= capacity { entries[order.removeFirst()] = nil }
+            order.append(fingerprint)
+        }
+        entries[fingerprint] = Entry(key: key, from: from, until: until)
+    }
+}

@@ -1,0 +1,94 @@
+/// The `--help` texts. README's CLI reference repeats them; keep both true together.
+enum Help {
+    static let version = "offer-signer 0.1.0"
+
+    static let main = """
+        offer-signer: signs StoreKit subscription offers with App Store Connect keys, after deciding
+        eligibility from Apple-signed data and rules written by marketing ops.
+
+        Usage: offer-signer <command> [options]
+
+        Commands:
+          serve                      run the HTTP service
+          config check               validate a configuration file and print a summary
+          keys generate              write a new P-256 key (PKCS#8 PEM, mode 0600)
+          keys import-storekit       write the key of an Xcode .storekit file as a .p8 (mode 0600)
+          sign promotional-offer     sign one promotional offer JWS offline
+          sign introductory-offer-eligibility
+                                     sign one introductory offer eligibility JWS offline
+          sign legacy                sign one legacy (iOS 12.2 to 26) promotional offer signature offline
+          explain                    show every rule of an offer evaluated against signed data
+          testkit                    make test certificates and Apple-like signed data for integration tests
+
+        Run `offer-signer <command> --help` for a command's options. `offer-signer --version` prints the version.
+        """
+
+    static let serve = """
+        Usage: offer-signer serve --config FILE [--host HOST] [--port PORT] [--log-level LEVEL]
+
+        Serves the HTTP API on HOST:PORT (default: the config's "listen", else 127.0.0.1:8080).
+        Prints "offer-signer listening on http://HOST:PORT" once ready. SIGTERM or SIGINT stop it
+        gracefully: new connections are refused, requests in flight finish, exit status 0.
+
+          --config FILE      configuration file (JSON), required
+          --host HOST        listen address, overrides the config
+          --port PORT        listen port (0 picks a free port), overrides the config
+          --log-level LEVEL  debug, info (default), warning or error
+        """
+
+    static let configCheck = """
+        Usage: offer-signer config check --config FILE
+
+        Validates the configuration strictly (unknown keys, types, rules, key files, trust roots) and prints
+        a summary: apps, keys by ID, offers. Every mistake is printed with its JSON path; exit status 1 if any.
+        """
+
+    static let keysGenerate = """
+        Usage: offer-signer keys generate --key-id ID --out FILE
+
+        Writes a new P-256 private key as PKCS#8 PEM to FILE with mode 0600 (never overwrites) and prints
+        its public key. Useful for tests and local development; App Store keys come from App Store Connect.
+        """
+
+    static let keysImportStoreKit = """
+        Usage: offer-signer keys import-storekit FILE.storekit --out DIR
+
+        Reads the "subscriptionOffersKeyPair" of an Xcode StoreKit configuration file and writes its private
+        key to DIR/SubscriptionKey_<KEYID>.p8 (mode 0600), then prints the key ID. Xcode accepts only
+        signatures made with this key when testing offers locally.
+        """
+
+    static let sign = """
+        Usage:
+          offer-signer sign promotional-offer --key FILE --key-id ID --issuer-id UUID --bundle-id ID
+              --product-id ID --offer-id ID [--transaction-id ID]
+          offer-signer sign introductory-offer-eligibility --key FILE --key-id ID --issuer-id UUID
+              --bundle-id ID --product-id ID --transaction-id ID --allow true|false
+          offer-signer sign legacy --key FILE --key-id ID --bundle-id ID --product-id ID --offer-id ID
+              [--app-account-token UUID]
+
+        Signs one offer offline and prints the same JSON the HTTP API returns, so ops can check a key.
+        Nonce (lowercase UUID v4) and time are fresh each run.
+        """
+
+    static let explain = """
+        Usage: offer-signer explain --config FILE --offer ID [--bundle-id ID] [--signed-transaction FILE]
+            [--signed-renewal-info FILE] [--signed-app-transaction FILE] [--at ISO8601]
+
+        Verifies the signed data (files holding the JWS text) as the service would and prints the full
+        decision trace: each rule, the observed fact, the expected value, PASS or FAIL. --at evaluates at
+        another time (default now). --bundle-id is needed only when several apps offer the same offer ID.
+        Exit status 0 when eligible, 3 when not eligible, 1 on error.
+        """
+
+    static let testkit = """
+        Usage:
+          offer-signer testkit ca --out DIR [--valid-from ISO8601] [--valid-until ISO8601]
+          offer-signer testkit sign transaction|renewal-info|app-transaction --ca DIR --payload FILE|-
+
+        `ca` writes a test root (root.cer, DER), an intermediate and a leaf carrying Apple's marker
+        extensions, and the leaf's key, to DIR. Trust root.cer in a test configuration.
+        `sign` signs a JSON payload (Apple's field names; signedDate is added when missing) as an Apple-like
+        JWS with the test chain in x5c, and prints the JWS.
+        """
+}

@@ -1,0 +1,85 @@
+import OfferCore
+import OfferCrypto
+import OfferServer
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// `offer-signer serve`: loads the configuration and keys, serves HTTP, stops gracefully on SIGTERM/SIGINT.
+enum ServeCommand {
+    static func run(_ arguments: ArraySlice<String>) throws -> Int32 {
+        let options = try Arguments(arguments, valued: ["config", "host", "port", "log-level"])
+        guard options.positionals.isEmpty else { throw UsageError("unexpected argument \(options.positionals[0])") }
+        let level: Logger.Level
+        switch options["log-level"] ?? "info" {
+        case "debug": level = .debug
+        case "info": level = .info
+        case "warning": level = .warning
+        case "error": level = .error
+        case let other: throw UsageError("--log-level must be debug, info, warning or error, not \(other)")
+        }
+        let log = Logger(level: level)
+        let (config, catalog) = try loadConfiguration(try options.required("config"))
+        for warning in config.warnings { log.warning(warning) }
+        let host = options["host"] ?? config.listen.host
+        var port = config.listen.port
+        if let text = options["port"] {
+            guard let value = Int(text), (0...65535).contains(value) else {
+                throw UsageError("--port must be a number from 0 to 65535")
+            }
+            port = value
+        }
+
+        // Block the stop signals before any thread starts, so every thread inherits the mask and
+        // the main thread alone receives them through sigwait.
+        var signals = sigset_t()
+        sigemptyset(&signals)
+        sigaddset(&signals, SIGTERM)
+        sigaddset(&signals, SIGINT)
+        pthread_sigmask(SIG_BLOCK, &signals, nil)
+        signal(SIGPIPE, SIG_IGN)
+
+        var limits = HTTPServerLimits()
+        limits.threads = config.listen.threads
+        limits.maxConnections = config.listen.maxConnections
+        limits.idleTimeoutSeconds = config.listen.idleTimeoutSeconds
+        let service = OfferService(catalog: catalog, clock: SystemClock.nowMilliseconds, log: log)
+        let server = HTTPServer(limits: limits, handler: service.handle)
+        do {
+            try server.start(host: host, port: port)
+        } catch {
+            throw CommandError(error.description)
+        }
+        let shownHost = host.contains(":") ? "[\(host)]" : host
+        Console.out("offer-signer listening on http://\(shownHost):\(server.port)")
+        log.info(
+            "serving \(catalog.apps.count) app(s) with \(catalog.apps.values.reduce(0) { $0 + $1.keys.count }) key(s)")
+
+        var received: Int32 = 0
+        sigwait(&signals, &received)
+        log.info("received signal \(received); stopping after requests in flight")
+        server.stop(graceSeconds: 10)
+        log.info("stopped")
+        return 0
+    }
+
+    /// Loads the configuration file, its keys and roots; every problem is reported with its JSON path.
+    static func loadConfiguration(_ path: String) throws -> (ServerConfig, OfferCatalog) {
+        do {
+            let config = try ServerConfig.load(path: path)
+            return (config, try OfferCatalog.load(config))
+        } catch {
+            throw CommandError("invalid configuration \(path):\n" + error.errors.map { "  \($0)" }.joined(separator: "\n"))
+        }
+    }
+}
+
+/// The wall clock, in Unix milliseconds.
+enum SystemClock {
+    @Sendable static func nowMilliseconds() -> Int64 {
+        var spec = timespec()
+        clock_gettime(CLOCK_REALTIME, &spec)
+        return Int64(spec.tv_sec) * 1000 + Int64(spec.tv_nsec) / 1_000_000
+    }
+}
