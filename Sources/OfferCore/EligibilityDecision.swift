@@ -117,19 +117,17 @@ public struct RuleTrace: Sendable, Equatable {
         _ rule: String, children: [RuleTrace], failureCode: String, unknownCode: String, path: String,
         anyPasses: Bool = false
     ) -> RuleTrace {
+        let passed = anyPasses ? children.contains { $0.passed } : children.allSatisfy { $0.passed }
         let code: String
-        if anyPasses {
-            code =
-                children.contains { $0.passed }
-                ? passedCode : children.contains { $0.isUnknown } ? unknownCode : failureCode
+        if passed {
+            code = passedCode
+        } else if anyPasses {
+            code = children.contains { $0.isUnknown } ? unknownCode : failureCode
         } else {
-            code =
-                children.allSatisfy { $0.passed }
-                ? passedCode : children.contains { !$0.passed && !$0.isUnknown } ? failureCode : unknownCode
+            code = children.contains { !$0.passed && !$0.isUnknown } ? failureCode : unknownCode
         }
         return RuleTrace(
-            rule: rule, code: code, passed: code == passedCode, observed: "", expected: "", path: path,
-            children: children)
+            rule: rule, code: code, passed: passed, observed: "", expected: "", path: path, children: children)
     }
 }
 
