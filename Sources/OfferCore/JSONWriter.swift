@@ -107,3 +107,27 @@ public struct JSONWriter {
         out.append(UInt8(ascii: "\""))
     }
 }
+
+extension JSONWriter {
+    /// Writes a parsed value back out; object members in sorted order so output is stable.
+    public mutating func value(_ value: JSONValue) {
+        switch value {
+        case .null: null()
+        case .bool(let flag): bool(flag)
+        case .int(let number): int(number)
+        case .double(let number): raw(Array(String(number).utf8))
+        case .string(let text): string(text)
+        case .array(let elements):
+            beginArray()
+            for element in elements { self.value(element) }
+            endArray()
+        case .object(let members):
+            beginObject()
+            for name in members.keys.sorted() {
+                key(name)
+                self.value(members[name]!)
+            }
+            endObject()
+        }
+    }
+}

@@ -77,7 +77,10 @@ public final class SignedDataVerifier: Sendable {
         guard leafKey.isValidSignature(raw: parts.signature, for: parts.signingInput) else {
             throw SignedDataError(.badSignature, "signature does not verify with the signing certificate")
         }
-        guard parts.payload["bundleId"]?.stringValue == bundleId else {
+        // Apple's renewal info carries no bundleId; it is tied to the app through the verified transaction's
+        // originalTransactionId instead (see CustomerFacts). Where a bundleId is present it must match.
+        let payloadBundleId = parts.payload["bundleId"]?.stringValue
+        guard payloadBundleId == bundleId || (kind == .renewalInfo && payloadBundleId == nil) else {
             throw SignedDataError(.wrongApp, "signed data is for another app")
         }
         guard let environment else { throw SignedDataError(.malformed, "payload has no \(kind.environmentField)") }

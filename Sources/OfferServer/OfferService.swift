@@ -305,6 +305,10 @@ public final class OfferService: Sendable {
         let renewal = try verify(body, field: "signedRenewalInfo", kind: .renewalInfo, app: app)
         let appTransaction = try verify(body, field: "signedAppTransaction", kind: .appTransaction, app: app)
         guard transaction != nil || renewal != nil || appTransaction != nil else { return nil }
+        guard renewal == nil || transaction != nil else {
+            // Renewal info names no app: only the transaction it belongs to ties it to this one.
+            throw APIError.invalidRequest("\"signedRenewalInfo\" must come with the \"signedTransaction\" it belongs to")
+        }
         do {
             return try VerifiedCustomer(
                 transaction: transaction.map { (json: JSONValue) throws(PayloadError) in
