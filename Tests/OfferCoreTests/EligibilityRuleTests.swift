@@ -50,7 +50,8 @@ struct EligibilityRuleParsingTests {
             rule: .any([.subscriptionStatus([.expired, .inGracePeriod])])),
         ValidCase(json: #"{"not": {"ownership": ["FAMILY_SHARED"]}}"#, rule: .not(.ownership(["FAMILY_SHARED"]))),
         ValidCase(
-            json: #"{"subscriptionStatus": ["active", "expired", "inGracePeriod", "inBillingRetry", "revoked", "none"]}"#,
+            json:
+                #"{"subscriptionStatus": ["active", "expired", "inGracePeriod", "inBillingRetry", "revoked", "none"]}"#,
             rule: .subscriptionStatus(SubscriptionStatus.allCases)),
         ValidCase(
             json: #"{"daysSinceExpiry": {"min": 30, "max": 365}}"#, rule: .daysSinceExpiry(.init(min: 30, max: 365))),
@@ -58,17 +59,20 @@ struct EligibilityRuleParsingTests {
         ValidCase(json: #"{"daysSubscribed": {"max": 90}}"#, rule: .daysSubscribed(.init(min: nil, max: 90))),
         ValidCase(json: #"{"daysSubscribed": {"min": 7, "max": 7}}"#, rule: .daysSubscribed(.init(min: 7, max: 7))),
         ValidCase(json: #"{"autoRenew": true}"#, rule: .autoRenew(true)),
+        ValidCase(json: #"{"storefronts": ["USA", "GBR"]}"#, rule: .storefronts(["USA", "GBR"])),
         ValidCase(json: #"{"expirationIntent": [1, 2, 3, 4, 5]}"#, rule: .expirationIntent([1, 2, 3, 4, 5])),
         ValidCase(
             json: #"{"environments": ["Production", "Sandbox", "Xcode", "LocalTesting"]}"#,
             rule: .environments(["Production", "Sandbox", "Xcode", "LocalTesting"])),
-        ValidCase(json: #"{"productIds": ["com.example.pro.monthly"]}"#, rule: .productIds(["com.example.pro.monthly"])),
+        ValidCase(
+            json: #"{"productIds": ["com.example.pro.monthly"]}"#, rule: .productIds(["com.example.pro.monthly"])),
         ValidCase(
             json: #"{"ownership": ["PURCHASED", "FAMILY_SHARED"]}"#, rule: .ownership(["PURCHASED", "FAMILY_SHARED"])),
         ValidCase(
             json: #"{"rollout": {"percent": 50, "salt": "spring-2026"}}"#,
             rule: .rollout(.init(percent: 50, salt: "spring-2026"))),
-        ValidCase(json: #"{"rollout": {"salt": "s", "percent": 12.5}}"#, rule: .rollout(.init(percent: 12.5, salt: "s"))),
+        ValidCase(
+            json: #"{"rollout": {"salt": "s", "percent": 12.5}}"#, rule: .rollout(.init(percent: 12.5, salt: "s"))),
         ValidCase(json: #"{"rollout": {"percent": 0, "salt": "s"}}"#, rule: .rollout(.init(percent: 0, salt: "s"))),
         ValidCase(json: #"{"rollout": {"percent": 100, "salt": "s"}}"#, rule: .rollout(.init(percent: 100, salt: "s"))),
     ]
@@ -92,7 +96,8 @@ struct EligibilityRuleParsingTests {
     }
 
     static let errorCases: [ErrorCase] = [
-        ErrorCase(json: #""expired""#, path: "$.e", message: "expected a rule (an object with one member), found a string"),
+        ErrorCase(
+            json: #""expired""#, path: "$.e", message: "expected a rule (an object with one member), found a string"),
         ErrorCase(json: "{}", path: "$.e", message: "a rule is an object with exactly one member, found: none"),
         ErrorCase(
             json: #"{"storefronts": ["USA"], "autoRenew": true}"#, path: "$.e",
@@ -101,13 +106,19 @@ struct EligibilityRuleParsingTests {
             json: #"{"daysSinceExpry": {"min": 30}}"#, path: "$.e.daysSinceExpry",
             message: #"unknown rule "daysSinceExpry"; did you mean "daysSinceExpiry"?"#),
         ErrorCase(
-            json: #"{"all": [{"autoRenew": true}, {"any": [{"country": ["USA"]}]}]}"#, path: "$.e.all[1].any[0].country",
+            json: #"{"all": [{"autoRenew": true}, {"any": [{"country": ["USA"]}]}]}"#,
+            path: "$.e.all[1].any[0].country",
             message: #"unknown rule "country""#),
         ErrorCase(json: #"{"all": []}"#, path: "$.e.all", message: "must not be empty"),
-        ErrorCase(json: #"{"any": {"autoRenew": true}}"#, path: "$.e.any", message: "expected a non-empty array, found an object"),
-        ErrorCase(json: #"{"not": []}"#, path: "$.e.not", message: "expected a rule (an object with one member), found an array"),
+        ErrorCase(
+            json: #"{"any": {"autoRenew": true}}"#, path: "$.e.any",
+            message: "expected a non-empty array, found an object"),
+        ErrorCase(
+            json: #"{"not": []}"#, path: "$.e.not",
+            message: "expected a rule (an object with one member), found an array"),
         ErrorCase(json: #"{"always": false}"#, path: "$.e.always", message: "expected true, found false"),
-        ErrorCase(json: #"{"subscriptionStatus": "expired"}"#, path: "$.e.subscriptionStatus", message: "found \"expired\""),
+        ErrorCase(
+            json: #"{"subscriptionStatus": "expired"}"#, path: "$.e.subscriptionStatus", message: "found \"expired\""),
         ErrorCase(json: #"{"subscriptionStatus": []}"#, path: "$.e.subscriptionStatus", message: "must not be empty"),
         ErrorCase(
             json: #"{"subscriptionStatus": ["expired", "lapsed"]}"#, path: "$.e.subscriptionStatus[1]",
@@ -123,7 +134,8 @@ struct EligibilityRuleParsingTests {
         ErrorCase(
             json: #"{"daysSinceExpiry": {"min": 366, "max": 365}}"#, path: "$.e.daysSinceExpiry",
             message: "min 366 is greater than max 365"),
-        ErrorCase(json: #"{"daysSinceExpiry": {}}"#, path: "$.e.daysSinceExpiry", message: #"needs "min", "max" or both"#),
+        ErrorCase(
+            json: #"{"daysSinceExpiry": {}}"#, path: "$.e.daysSinceExpiry", message: #"needs "min", "max" or both"#),
         ErrorCase(
             json: #"{"daysSinceExpiry": {"min": 1, "maximum": 3}}"#, path: "$.e.daysSinceExpiry.maximum",
             message: "unknown key"),
@@ -133,28 +145,37 @@ struct EligibilityRuleParsingTests {
         ErrorCase(
             json: #"{"daysSubscribed": {"min": 90, "max": 30}}"#, path: "$.e.daysSubscribed",
             message: "min 90 is greater than max 30"),
-        ErrorCase(json: #"{"autoRenew": "off"}"#, path: "$.e.autoRenew", message: #"expected true or false, found "off""#),
-        ErrorCase(json: #"{"expirationIntent": [0]}"#, path: "$.e.expirationIntent[0]", message: "from 1 to 5, found 0"),
-        ErrorCase(json: #"{"expirationIntent": [1, 6]}"#, path: "$.e.expirationIntent[1]", message: "from 1 to 5, found 6"),
+        ErrorCase(
+            json: #"{"autoRenew": "off"}"#, path: "$.e.autoRenew", message: #"expected true or false, found "off""#),
+        ErrorCase(
+            json: #"{"expirationIntent": [0]}"#, path: "$.e.expirationIntent[0]", message: "from 1 to 5, found 0"),
+        ErrorCase(
+            json: #"{"expirationIntent": [1, 6]}"#, path: "$.e.expirationIntent[1]", message: "from 1 to 5, found 6"),
         ErrorCase(json: #"{"expirationIntent": ["1"]}"#, path: "$.e.expirationIntent[0]", message: #"found "1""#),
         ErrorCase(json: #"{"storefronts": []}"#, path: "$.e.storefronts", message: "must not be empty"),
         ErrorCase(json: #"{"storefronts": ["usa"]}"#, path: "$.e.storefronts[0]", message: "alpha-3 code in uppercase"),
         ErrorCase(json: #"{"storefronts": ["USA", "US"]}"#, path: "$.e.storefronts[1]", message: #"found "US""#),
-        ErrorCase(json: #"{"environments": ["production"]}"#, path: "$.e.environments[0]", message: #"found "production""#),
+        ErrorCase(
+            json: #"{"environments": ["production"]}"#, path: "$.e.environments[0]", message: #"found "production""#),
         ErrorCase(json: #"{"productIds": [""]}"#, path: "$.e.productIds[0]", message: "found an empty string"),
         ErrorCase(json: #"{"productIds": [42]}"#, path: "$.e.productIds[0]", message: "found 42"),
         ErrorCase(json: #"{"ownership": ["OWNED"]}"#, path: "$.e.ownership[0]", message: #"found "OWNED""#),
         ErrorCase(
             json: #"{"rollout": {"percent": 101, "salt": "s"}}"#, path: "$.e.rollout.percent",
             message: "expected a number from 0 to 100, found 101"),
-        ErrorCase(json: #"{"rollout": {"percent": -0.5, "salt": "s"}}"#, path: "$.e.rollout.percent", message: "found -0.5"),
-        ErrorCase(json: #"{"rollout": {"percent": "50", "salt": "s"}}"#, path: "$.e.rollout.percent", message: #"found "50""#),
+        ErrorCase(
+            json: #"{"rollout": {"percent": -0.5, "salt": "s"}}"#, path: "$.e.rollout.percent", message: "found -0.5"),
+        ErrorCase(
+            json: #"{"rollout": {"percent": "50", "salt": "s"}}"#, path: "$.e.rollout.percent",
+            message: #"found "50""#),
         ErrorCase(json: #"{"rollout": {"salt": "s"}}"#, path: "$.e.rollout.percent", message: "is required"),
         ErrorCase(json: #"{"rollout": {"percent": 5}}"#, path: "$.e.rollout.salt", message: "is required"),
         ErrorCase(
             json: #"{"rollout": {"percent": 5, "salt": ""}}"#, path: "$.e.rollout.salt",
             message: "expected a non-empty string, found an empty string"),
-        ErrorCase(json: #"{"rollout": {"percent": 5, "salt": "s", "seed": 1}}"#, path: "$.e.rollout.seed", message: "unknown key"),
+        ErrorCase(
+            json: #"{"rollout": {"percent": 5, "salt": "s", "seed": 1}}"#, path: "$.e.rollout.seed",
+            message: "unknown key"),
     ]
 
     @Test("a malformed rule is a config error at its exact JSON path", arguments: errorCases)
@@ -193,7 +214,8 @@ struct EligibilityRuleEvaluationTests {
             passed: true, code: "ok", observed: ""),
         // subscriptionStatus
         Case(
-            label: "subscriptionStatus passes a listed status", rule: #"{"subscriptionStatus": ["expired", "revoked"]}"#,
+            label: "subscriptionStatus passes a listed status",
+            rule: #"{"subscriptionStatus": ["expired", "revoked"]}"#,
             facts: lapsed, passed: true, code: "ok", observed: "expired"),
         Case(
             label: "subscriptionStatus fails an unlisted status", rule: #"{"subscriptionStatus": ["expired"]}"#,
@@ -301,7 +323,8 @@ struct EligibilityRuleEvaluationTests {
             observed: "Sandbox"),
         Case(
             label: "environments fails when unknown", rule: #"{"environments": ["Production"]}"#,
-            facts: lapsed.with { $0.environment = nil }, passed: false, code: "environment_unknown", observed: "absent"),
+            facts: lapsed.with { $0.environment = nil }, passed: false, code: "environment_unknown",
+            observed: "absent"),
         // productIds
         Case(
             label: "productIds passes a listed product", rule: #"{"productIds": ["com.example.pro.monthly"]}"#,
@@ -353,7 +376,8 @@ struct EligibilityRuleEvaluationTests {
         #expect(trace.code == testCase.code)
         #expect(trace.observed == testCase.observed)
         #expect(trace.path == "$.e")
-        #expect(trace.decision == (testCase.passed ? .eligible : .ineligible([.init(rule: trace.rule, code: trace.code)])))
+        #expect(
+            trace.decision == (testCase.passed ? .eligible : .ineligible([.init(rule: trace.rule, code: trace.code)])))
     }
 
     @Test("a rule on an absent fact fails with a code ending in _unknown", arguments: EligibilityRule.names)
@@ -394,8 +418,18 @@ struct EligibilityRuleDecisionTests {
     @Test("all passes only when every rule passes and lists every failed rule in order")
     func allListsFailedRules() throws {
         let rule = try parseRule(
-            #"{"all": [{"daysSinceExpiry": {"min": 60}}, {"subscriptionStatus": ["expired"]}, {"storefronts": ["GBR"]}]}"#)
-        #expect(rule.evaluate(lapsed.with { $0.daysSinceExpiry = 60; $0.storefront = "GBR" }, path: "$.e").passed)
+            #"""
+            {"all": [{"daysSinceExpiry": {"min": 60}}, {"subscriptionStatus": ["expired"]},
+                     {"storefronts": ["GBR"]}]}
+            """#
+        )
+        #expect(
+            rule.evaluate(
+                lapsed.with {
+                    $0.daysSinceExpiry = 60
+                    $0.storefront = "GBR"
+                }, path: "$.e"
+            ).passed)
         let trace = rule.evaluate(lapsed, path: "$.e")
         #expect(!trace.passed)
         #expect(trace.code == "all_not_satisfied")
@@ -489,7 +523,9 @@ struct EligibilityRuleDecisionTests {
     @Test("the same failure twice is reported once")
     func reasonsAreDeduplicated() throws {
         let rule = try parseRule(#"{"any": [{"storefronts": ["GBR"]}, {"storefronts": ["DEU"]}]}"#)
-        #expect(rule.evaluate(lapsed, path: "$.e").decision == .ineligible([.init(rule: "storefronts", code: "storefront_not_allowed")]))
+        #expect(
+            rule.evaluate(lapsed, path: "$.e").decision
+                == .ineligible([.init(rule: "storefronts", code: "storefront_not_allowed")]))
     }
 
     @Test("reasons name rules and codes but never thresholds, salts, lists or observed values")
@@ -638,7 +674,9 @@ struct EligibilityRuleWindowTests {
         #expect(ActiveWindow.parseISO8601(text) == nil)
     }
 
-    @Test("formatting and parsing round-trip", arguments: [Int64(0), -1000, 1_709_251_199_999, 1_796_083_200_000, 253_402_300_799_000])
+    @Test(
+        "formatting and parsing round-trip",
+        arguments: [Int64(0), -1000, 1_709_251_199_999, 1_796_083_200_000, 253_402_300_799_000])
     func roundTrips(_ milliseconds: Int64) throws {
         let text = ActiveWindow.formatISO8601(milliseconds)
         #expect(ActiveWindow.parseISO8601(text) == milliseconds, "\(text)")
@@ -691,7 +729,8 @@ struct EligibilityRuleWindowTests {
     func windowBounds() {
         let window = ActiveWindow(from: 1000, until: 2000)
         let cases: [(Int64, [String])] = [
-            (999, ["offer_not_yet_active", "ok"]), (1000, ["ok", "ok"]), (1999, ["ok", "ok"]), (2000, ["ok", "offer_ended"]),
+            (999, ["offer_not_yet_active", "ok"]), (1000, ["ok", "ok"]), (1999, ["ok", "ok"]),
+            (2000, ["ok", "offer_ended"]),
         ]
         for (now, codes) in cases {
             let traces = window.evaluate(at: now, path: "$.o")
@@ -707,7 +746,8 @@ struct EligibilityRuleWindowTests {
     func offerCombinesWindowAndRule() throws {
         let rule = try parseRule(#"{"daysSinceExpiry": {"min": 60}}"#)
         let window = ActiveWindow(from: nil, until: 2000)
-        let trace = RuleTrace.offer(window: window, eligibility: rule, facts: lapsed, now: 2000, path: "$.apps[0].offers[1]")
+        let trace = RuleTrace.offer(
+            window: window, eligibility: rule, facts: lapsed, now: 2000, path: "$.apps[0].offers[1]")
         #expect(trace.rule == "offer")
         #expect(trace.children.map(\.path) == ["$.apps[0].offers[1].activeUntil", "$.apps[0].offers[1].eligibility"])
         #expect(
@@ -716,8 +756,11 @@ struct EligibilityRuleWindowTests {
                     .init(rule: "activeUntil", code: "offer_ended"),
                     .init(rule: "daysSinceExpiry", code: "days_since_expiry_out_of_range"),
                 ]))
-        let live = RuleTrace.offer(window: window, eligibility: rule, facts: lapsed.with { $0.daysSinceExpiry = 60 }, now: 1999, path: "$.o")
+        let live = RuleTrace.offer(
+            window: window, eligibility: rule, facts: lapsed.with { $0.daysSinceExpiry = 60 }, now: 1999, path: "$.o")
         #expect(live.decision == .eligible)
-        #expect(RuleTrace.offer(window: .always, eligibility: nil, facts: CustomerFacts(), now: 0, path: "$.o").decision == .eligible)
+        #expect(
+            RuleTrace.offer(window: .always, eligibility: nil, facts: CustomerFacts(), now: 0, path: "$.o").decision
+                == .eligible)
     }
 }

@@ -1,0 +1,320 @@
+"""Helpers shared by the interop suite: running the binary, HTTP over urllib, JWS and ECDSA checks.
+
+Everything here judges the binary from the outside. Signatures are always verified, never compared
+byte for byte (ECDSA is randomized).
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+import re
+import select
+import signal
+import subprocess
+import threading
+import time
+import urllib.error
+import urllib.request
+import uuid
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from cryptography.exceptions import InvalidSignature
+from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives.asymmetric import ec, utils
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+FIXTURES = REPO_ROOT / "Tests" / "Fixtures" / "apple"
+
+BUNDLE_ID = "com.example.interop"
+ISSUER_ID = "6f1c2d3e-4a5b-4c6d-8e9f-0a1b2c3d4e5f"
+KEY_ID = "TESTKEY001"
+ROTATED_KEY_ID = "TESTKEY002"
+PRODUCT_MONTHLY = "com.example.interop.pro.monthly"
+PRODUCT_YEARLY = "com.example.interop.pro.yearly"
+PRODUCT_UNCOVERED = "com.example.interop.lifetime"
+OFFER_OPEN = "interop_open_offer"
+OFFER_VERIFIED = "interop_verified_only"
+OFFER_WINBACK = "interop_winback"
+
+PROMO_PATH = "/v1/signatures/promotional-offer"
+LEGACY_SEPARATOR = "\u2063"
+
+# Canonical lowercase UUID v4: version nibble 4, variant 8/9/a/b.
+UUID_V4_LOWER = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$")
+
+LISTENING = re.compile(r"^offer-signer listening on http://127\.0\.0\.1:(\d+)$")
+
+
+def binary() -> str:
+    path = os.environ.get("OFFER_SIGNER_BIN") or str(REPO_ROOT / ".build" / "debug" / "offer-signer")
+    if not os.access(path, os.X_OK):
+        raise RuntimeError(f"offer-signer binary not found at {path}; run `swift build` or set OFFER_SIGNER_BIN")
+    return path
+
+
+def run_cli(*args: str, timeout: float = 20) -> subprocess.CompletedProcess:
+    return subprocess.run([binary(), *args], capture_output=True, text=True, timeout=timeout)
+
+
+def generate_key(directory: Path, key_id: str) -> Path:
+    out = directory / f"SubscriptionKey_{key_id}.p8"
+    result = run_cli("keys", "generate", "--key-id", key_id, "--out", str(out))
+    assert result.returncode == 0, result.stderr
+    return out
+
+
+@dataclass
+class KeyMaterial:
+    key_id: str
+    path: Path
+    pem: bytes
+    private_key: ec.EllipticCurvePrivateKey
+    public_key: ec.EllipticCurvePublicKey
+
+    @classmethod
+    def load(cls, key_id: str, path: Path) -> "KeyMaterial":
+        pem = path.read_bytes()
+        private_key = serialization.load_pem_private_key(pem, password=None)
+        assert isinstance(private_key, ec.EllipticCurvePrivateKey)
+        return cls(key_id, path, pem, private_key, private_key.public_key())
+
+    def pem_body_lines(self) -> list[str]:
+        return [line for line in self.pem.decode().splitlines() if line and not line.startswith("-----")]
+
+
+def write_config(path: Path, keys: list[KeyMaterial], active_key_id: str | None = None, **app_extra) -> Path:
+    app = {
+        "bundleId": BUNDLE_ID,
+        "issuerId": ISSUER_ID,
+        "keys": [{"keyId": k.key_id, "privateKeyFile": str(k.path)} for k in keys],
+        "offers": [
+            {
+                "id": OFFER_OPEN,
+                "type": "promotional",
+                "productIds": [PRODUCT_MONTHLY, PRODUCT_YEARLY],
+                "requiresVerifiedCustomer": False,
+            },
+            {
+                "id": OFFER_VERIFIED,
+                "type": "promotional",
+                "productIds": [PRODUCT_MONTHLY],
+                "requiresVerifiedCustomer": True,
+            },
+            {
+                "id": OFFER_WINBACK,
+                "type": "winBack",
+                "productIds": [PRODUCT_MONTHLY],
+            },
+        ],
+    }
+    if active_key_id is not None:
+        app["activeKeyId"] = active_key_id
+    app.update(app_extra)
+    config = {"listen": {"host": "127.0.0.1", "port": 0}, "apps": [app]}
+    path.write_text(json.dumps(config, indent=2))
+    return path
+
+
+# MARK: - Server process
+
+
+@dataclass
+class Response:
+    status: int
+    headers: dict[str, str]
+    body: bytes
+
+    def json(self):
+        return json.loads(self.body)
+
+    def header(self, name: str) -> str | None:
+        for key, value in self.headers.items():
+            if key.lower() == name.lower():
+                return value
+        return None
+
+
+@dataclass
+class Server:
+    process: subprocess.Popen
+    port: int
+    stderr_path: Path
+    bodies: list[bytes] = field(default_factory=list)
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    @classmethod
+    def start(cls, config: Path, workdir: Path, timeout: float = 10) -> "Server":
+        stderr_path = workdir / f"server-{time.monotonic_ns()}.stderr"
+        stderr = open(stderr_path, "wb")
+        process = subprocess.Popen(
+            [binary(), "serve", "--config", str(config), "--port", "0", "--host", "127.0.0.1"],
+            stdout=subprocess.PIPE,
+            stderr=stderr,
+            stdin=subprocess.DEVNULL,
+        )
+        stderr.close()
+        line = b""
+        deadline = time.monotonic() + timeout
+        fd = process.stdout.fileno()
+        while not line.endswith(b"\n"):
+            remaining = deadline - time.monotonic()
+            if remaining <= 0 or process.poll() is not None:
+                process.kill()
+                process.wait()
+                raise RuntimeError(
+                    f"server did not announce its port within {timeout}s (got {line!r}); "
+                    f"stderr: {stderr_path.read_text(errors='replace')}"
+                )
+            ready, _, _ = select.select([fd], [], [], remaining)
+            if ready:
+                chunk = os.read(fd, 1)
+                if not chunk:
+                    continue
+                line += chunk
+        match = LISTENING.match(line.decode().rstrip("\n"))
+        if not match:
+            process.kill()
+            process.wait()
+            raise AssertionError(f"unexpected first stdout line: {line!r}")
+        # Keep draining stdout so the server can never block on a full pipe.
+        threading.Thread(target=lambda: process.stdout.read(), daemon=True).start()
+        return cls(process, int(match.group(1)), stderr_path)
+
+    def stop(self, sig: int = signal.SIGTERM, timeout: float = 10) -> int:
+        if self.process.poll() is None:
+            self.process.send_signal(sig)
+        try:
+            return self.process.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait()
+            raise AssertionError(f"server did not exit within {timeout}s of signal {sig}")
+
+    def request(self, method: str, path: str, body: bytes | dict | list | None = None,
+                headers: dict[str, str] | None = None, timeout: float = 10) -> Response:
+        data = json.dumps(body).encode() if isinstance(body, (dict, list)) else body
+        all_headers = {"Content-Type": "application/json"} if data is not None else {}
+        all_headers.update(headers or {})
+        request = urllib.request.Request(self.base_url + path, data=data, method=method, headers=all_headers)
+        try:
+            with urllib.request.urlopen(request, timeout=timeout) as reply:
+                response = Response(reply.status, dict(reply.headers.items()), reply.read())
+        except urllib.error.HTTPError as error:
+            response = Response(error.code, dict(error.headers.items()), error.read())
+        self.bodies.append(response.body)
+        return response
+
+    def post(self, path: str, body, **kwargs) -> Response:
+        return self.request("POST", path, body, **kwargs)
+
+    def promo(self, **fields) -> Response:
+        body = {"bundleId": BUNDLE_ID, "productId": PRODUCT_MONTHLY, "offerId": OFFER_OPEN}
+        body.update(fields)
+        body = {k: v for k, v in body.items() if v is not None}
+        return self.post(PROMO_PATH, body)
+
+
+# MARK: - JWS
+
+
+def b64url_decode(segment: str) -> bytes:
+    assert "=" not in segment, f"base64url segment carries padding: {segment!r}"
+    assert re.fullmatch(r"[A-Za-z0-9_-]*", segment), f"not base64url: {segment!r}"
+    return base64.urlsafe_b64decode(segment + "=" * (-len(segment) % 4))
+
+
+def _no_duplicates(pairs):
+    keys = [k for k, _ in pairs]
+    assert len(keys) == len(set(keys)), f"duplicate JSON member names: {keys}"
+    return dict(pairs)
+
+
+def jws_parts(token: str) -> tuple[dict, dict, bytes]:
+    """The header and claims as raw JSON (duplicates rejected) and the raw signature bytes."""
+    segments = token.split(".")
+    assert len(segments) == 3, f"not a compact JWS: {token!r}"
+    header = json.loads(b64url_decode(segments[0]), object_pairs_hook=_no_duplicates)
+    claims = json.loads(b64url_decode(segments[1]), object_pairs_hook=_no_duplicates)
+    return header, claims, b64url_decode(segments[2])
+
+
+def verify_jws_es256(token: str, public_key: ec.EllipticCurvePublicKey) -> None:
+    """Verifies an ES256 compact JWS with `cryptography` alone: r||s (64 bytes) turned into DER.
+    Raises InvalidSignature when it does not verify."""
+    header_b64, payload_b64, signature_b64 = token.split(".")
+    raw = b64url_decode(signature_b64)
+    assert len(raw) == 64, f"ES256 signature must be raw r||s of 64 bytes, got {len(raw)}"
+    der = utils.encode_dss_signature(int.from_bytes(raw[:32], "big"), int.from_bytes(raw[32:], "big"))
+    public_key.verify(der, f"{header_b64}.{payload_b64}".encode("ascii"), ec.ECDSA(hashes.SHA256()))
+
+
+def jws_verifies(token: str, public_key: ec.EllipticCurvePublicKey) -> bool:
+    try:
+        verify_jws_es256(token, public_key)
+        return True
+    except InvalidSignature:
+        return False
+
+
+def flip_payload_byte(token: str) -> str:
+    """The same token with one byte of the decoded payload changed (re-encoded, signature kept)."""
+    header_b64, payload_b64, signature_b64 = token.split(".")
+    payload = bytearray(b64url_decode(payload_b64))
+    payload[len(payload) // 2] ^= 0x01
+    encoded = base64.urlsafe_b64encode(bytes(payload)).rstrip(b"=").decode()
+    assert encoded != payload_b64
+    return f"{header_b64}.{encoded}.{signature_b64}"
+
+
+# MARK: - Legacy
+
+
+def der_signature_verifies(signature_der: bytes, payload: bytes, public_key: ec.EllipticCurvePublicKey) -> bool:
+    try:
+        public_key.verify(signature_der, payload, ec.ECDSA(hashes.SHA256()))
+        return True
+    except InvalidSignature:
+        return False
+
+
+class _PayloadRecorder:
+    """Stands in for the private key inside Apple's PromotionalOfferSignatureCreator to capture the
+    exact bytes Apple's code would sign."""
+
+    def __init__(self):
+        self.payload: bytes | None = None
+
+    def sign(self, data, algorithm):
+        self.payload = bytes(data)
+        return b""
+
+
+def apple_legacy_payload(signing_pem: bytes, key_id: str, bundle_id: str, product_id: str, offer_id: str,
+                         app_account_token: str | None, nonce: str, timestamp: int) -> bytes:
+    """The legacy payload exactly as Apple's PromotionalOfferSignatureCreator builds it (its own code runs)."""
+    from appstoreserverlibrary.promotional_offer import PromotionalOfferSignatureCreator
+
+    creator = PromotionalOfferSignatureCreator(signing_pem, key_id, bundle_id)
+    recorder = _PayloadRecorder()
+    creator._signing_key = recorder
+    creator.create_signature(product_id, offer_id, app_account_token or "", uuid.UUID(nonce), timestamp)
+    assert recorder.payload is not None
+    return recorder.payload
+
+
+def decode_standard_b64(text: str) -> bytes:
+    assert re.fullmatch(r"[A-Za-z0-9+/]*={0,2}", text), f"not standard Base64: {text!r}"
+    assert len(text) % 4 == 0, f"standard Base64 must be padded: {text!r}"
+    raw = base64.b64decode(text, validate=True)
+    assert base64.b64encode(raw).decode() == text, "Base64 is not canonical"
+    return raw
+
+
+def is_uuid_v4_lower(text) -> bool:
+    return isinstance(text, str) and UUID_V4_LOWER.match(text) is not None

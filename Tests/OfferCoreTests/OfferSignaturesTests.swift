@@ -1,0 +1,209 @@
+import Foundation
+import OfferCrypto
+import Testing
+
+@testable import OfferCore
+
+/// The public vectors of APPLE.md section 6, made with Apple's library test key.
+@Suite("Offer signatures are byte-exact to Apple's formats")
+struct OfferSignaturesTests {
+    static let keyPath: String = {
+        URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .appendingPathComponent("Fixtures/apple/apple-library-test-key.p8").path
+    }()
+
+    static let appleJWS =
+        "eyJhbGciOiJFUzI1NiIsImtpZCI6ImtleUlkIiwidHlwIjoiSldUIn0.eyJpc3MiOiJpc3N1ZXJJZCIsImlhdCI6MTc0MTA0MzY2MywiYXVkIjoicHJvbW90aW9uYWwtb2ZmZXIiLCJiaWQiOiJidW5kbGVJZCIsIm5vbmNlIjoiMzY4ZjMwODgtZGNkNS0xMWVmLWIzYzgtMzI1MDk2YjM5ZjQ2IiwicHJvZHVjdElkIjoicHJvZHVjdElkIiwib2ZmZXJJZGVudGlmaWVyIjoib2ZmZXJJZGVudGlmaWVyIiwidHJhbnNhY3Rpb25JZCI6InRyYW5zYWN0aW9uSWQifQ.oGXAjKzr1Sd4MEbRmYoXHdw6AQk5ZNk4UC1YO_Ef8j82Nw6y7F4zk7g_OgulOdgOc4z8z7Ei_IcJVcbmQYlGdg"
+
+    func testKey() throws -> SigningKey {
+        try SigningKey(pem: Array(try Data(contentsOf: URL(fileURLWithPath: Self.keyPath))))
+    }
+
+    @Test("Apple's JWS vector verifies with the test key and our payload builder reproduces it byte for byte")
+    func appleJWSVector() throws {
+        let parts = try CompactJWS.decode(Self.appleJWS)
+        let publicKey = try testKey().publicKey
+        #expect(publicKey.isValidSignature(raw: parts.signature, for: parts.signingInput))
+        #expect(Array(Self.appleJWS.split(separator: ".")[0].utf8) == CompactJWS.encodedHeader(keyId: "keyId"))
+        let payload = OfferSignatures.promotionalOfferPayload(
+            PromotionalOfferClaims(
+                bundleId: "bundleId", productId: "productId", offerIdentifier: "offerIdentifier",
+                transactionId: "transactionId"),
+            issuerId: "issuerId", issuedAt: 1_741_043_663, nonce: "368f3088-dcd5-11ef-b3c8-325096b39f46")
+        #expect(Base64.encodeURL(payload) == String(Self.appleJWS.split(separator: ".")[1]))
+    }
+
+    @Test("one changed byte in header, payload or signature fails verification", arguments: [0, 40, 200])
+    func tamperedJWS(position: Int) throws {
+        let publicKey = try testKey().publicKey
+        var bytes = Array(Self.appleJWS.utf8)
+        let original = bytes[position]
+        bytes[position] = original == UInt8(ascii: "A") ? UInt8(ascii: "B") : UInt8(ascii: "A")
+        let tampered = String(decoding: bytes, as: UTF8.self)
+        if let parts = try? CompactJWS.decode(tampered) {
+            #expect(!publicKey.isValidSignature(raw: parts.signature, for: parts.signingInput))
+        }
+        var signature = try CompactJWS.decode(Self.appleJWS).signature
+        signature[position % 64] ^= 0x01
+        let parts = try CompactJWS.decode(Self.appleJWS)
+        #expect(!publicKey.isValidSignature(raw: signature, for: parts.signingInput))
+    }
+
+    @Test("the legacy payload is Apple's, with U+2063 separators and lowercase token and nonce")
+    func legacyPayload() throws {
+        let offer = LegacyPromotionalOffer(
+            bundleId: "bundleId", keyId: "keyId", productId: "productId", offerId: "offerId",
+            appAccountToken: "appAccountToken".uppercased(), nonce: "20FBA8A0-2B80-4A7D-A17F-85C1854727F8",
+            timestamp: 1_698_148_900_000)
+        let expected =
+            "62756e646c654964e281a36b65794964e281a370726f647563744964e281a36f666665724964e281a36170706163636f756e74746f"
+            + "6b656ee281a332306662613861302d326238302d346137642d613137662d383563313835343732376638e281a3313639383134"
+            + "38393030303030"
+        #expect(offer.payload.map { String(format: "%02x", $0) }.joined() == expected)
+        let signature = try #require(
+            Base64.decode(
+                "MEYCIQDCCMNIz6Xc1o8/49wr3dl4V+clyqWjSlReGlk57l84VgIhAJHS56coi1jCG/Li93vbkaBsqD3RIXBsGJAgMkaijMIx"))
+        #expect(try testKey().publicKey.isValidSignature(der: signature, for: offer.payload))
+    }
+
+    @Test("with no app account token two separators sit side by side")
+    func legacyPayloadWithoutToken() {
+        let offer = LegacyPromotionalOffer(
+            bundleId: "b", keyId: "k", productId: "p", offerId: "o", appAccountToken: nil, nonce: "n", timestamp: 1)
+        #expect(offer.payload == Array("b\u{2063}k\u{2063}p\u{2063}o\u{2063}\u{2063}n\u{2063}1".utf8))
+    }
+
+    @Test("a legacy signature made here is standard Base64 of DER and verifies over the payload")
+    func legacySignatureVerifies() throws {
+        let key = try testKey()
+        let offer = LegacyPromotionalOffer(
+            bundleId: "com.example", keyId: "ABC123DEF4", productId: "p", offerId: "o",
+            appAccountToken: "2A3B0B6E-3C2B-4E07-9A0C-5D8F6D7A1B2C", nonce: SecureRandom.uuidV4(), timestamp: 1)
+        let text = try OfferSignatures.legacySignature(offer, key: key)
+        let der = try #require(Base64.decode(text))
+        #expect((68...72).contains(der.count))
+        #expect(text.count % 4 == 0)
+        #expect(try key.publicKey.isValidSignature(der: der, for: offer.payload))
+        var upper = offer.payload
+        upper = Array(String(decoding: upper, as: UTF8.self).replacingOccurrences(
+            of: "2a3b0b6e-3c2b-4e07-9a0c-5d8f6d7a1b2c", with: "2A3B0B6E-3C2B-4E07-9A0C-5D8F6D7A1B2C").utf8)
+        #expect(try !key.publicKey.isValidSignature(der: der, for: upper))
+    }
+
+    @Test("promotional JWS: Apple's header and claims, no exp, transactionId only when known")
+    func promotionalJWS() throws {
+        let key = OfferSigningKey(issuerId: "issuer", keyId: "KEY1234567", key: try testKey())
+        for transactionId in [nil, "2000000847061981"] as [String?] {
+            let jws = try OfferSignatures.promotionalOfferJWS(
+                PromotionalOfferClaims(bundleId: "b", productId: "p", offerIdentifier: "o", transactionId: transactionId),
+                key: key, issuedAt: 1_700_000_000, nonce: "368f3088-dcd5-41ef-b3c8-325096b39f46")
+            let parts = try CompactJWS.decode(jws)
+            #expect(try key.key.publicKey.isValidSignature(raw: parts.signature, for: parts.signingInput))
+            #expect(parts.header == .object(["alg": .string("ES256"), "kid": .string("KEY1234567"), "typ": .string("JWT")]))
+            var claims: [String: JSONValue] = [
+                "iss": .string("issuer"), "iat": .int(1_700_000_000), "aud": .string("promotional-offer"),
+                "bid": .string("b"), "nonce": .string("368f3088-dcd5-41ef-b3c8-325096b39f46"), "productId": .string("p"),
+                "offerIdentifier": .string("o"),
+            ]
+            if let transactionId { claims["transactionId"] = .string(transactionId) }
+            #expect(parts.payload == .object(claims))
+        }
+    }
+
+    @Test("intro eligibility JWS carries a boolean and the transactionId", arguments: [true, false])
+    func introductoryJWS(allow: Bool) throws {
+        let key = OfferSigningKey(issuerId: "issuer", keyId: "KEY1234567", key: try testKey())
+        let jws = try OfferSignatures.introductoryOfferEligibilityJWS(
+            IntroductoryOfferEligibilityClaims(bundleId: "b", productId: "p", allowIntroductoryOffer: allow, transactionId: "t"),
+            key: key, issuedAt: 5, nonce: "n")
+        let parts = try CompactJWS.decode(jws)
+        #expect(try key.key.publicKey.isValidSignature(raw: parts.signature, for: parts.signingInput))
+        #expect(
+            parts.payload
+                == .object([
+                    "iss": .string("issuer"), "iat": .int(5), "aud": .string("introductory-offer-eligibility"),
+                    "bid": .string("b"), "nonce": .string("n"), "productId": .string("p"),
+                    "allowIntroductoryOffer": .bool(allow), "transactionId": .string("t"),
+                ]))
+    }
+
+    @Test("claims with quotes, backslashes, control characters and non-ASCII are escaped as JSON")
+    func escaping() throws {
+        let tricky = "a\"b\\c\n\t\u{01}é🎉"
+        let payload = OfferSignatures.promotionalOfferPayload(
+            PromotionalOfferClaims(bundleId: tricky, productId: "p", offerIdentifier: "o"), issuerId: "i", issuedAt: 1,
+            nonce: "n")
+        let decoded = try JSONSerialization.jsonObject(with: Data(payload)) as? [String: Any]
+        #expect(decoded?["bid"] as? String == tricky)
+        #expect(try JSONParser.parse(payload)["bid"] == .string(tricky))
+    }
+}
+
+@Suite("Base64 and JSON by hand")
+struct EncodingTests {
+    @Test("Base64 agrees with Foundation for every length 0 to 64")
+    func base64AgreesWithFoundation() {
+        for length in 0...64 {
+            let bytes = (0..<length).map { UInt8(truncatingIfNeeded: $0 &* 37 &+ 11) }
+            let standard = Data(bytes).base64EncodedString()
+            #expect(Base64.encode(bytes) == standard)
+            #expect(Base64.decode(standard) == bytes)
+            let url = standard.replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_")
+                .replacingOccurrences(of: "=", with: "")
+            #expect(Base64.encodeURL(bytes) == url)
+            #expect(Base64.decodeURL(url) == bytes)
+        }
+    }
+
+    @Test("invalid Base64 is refused", arguments: ["a", "ab=c", "a$==", "YQ", "YR==", "Zm9v\n"])
+    func invalidBase64(text: String) {
+        #expect(Base64.decode(text) == nil)
+    }
+
+    @Test("invalid base64url is refused", arguments: ["a", "YQ==", "a+b/", "YR"])
+    func invalidBase64URL(text: String) {
+        #expect(Base64.decodeURL(text) == nil)
+    }
+
+    @Test("the parser reads every JSON type")
+    func parsesTypes() throws {
+        let value = try JSONParser.parse(#" {"a":[1,-2.5e3,true,false,null,"x\u00e9\ud83c\udf89"],"b":{}} "#)
+        #expect(
+            value
+                == .object([
+                    "a": .array([.int(1), .double(-2500), .bool(true), .bool(false), .null, .string("xé🎉")]),
+                    "b": .object([:]),
+                ]))
+    }
+
+    @Test(
+        "the parser refuses malformed, duplicate, trailing, invalid UTF-8 and too deep input",
+        arguments: [
+            Array("".utf8), Array("{".utf8), Array("{\"a\":1,}".utf8), Array("{\"a\":1,\"a\":2}".utf8),
+            Array("[1] x".utf8), Array("01".utf8), Array("\"\u{01}\"".utf8), [0x22, 0xC3, 0x28, 0x22],
+            [0x22, 0xED, 0xA0, 0x80, 0x22], [0x22, 0xF5, 0x80, 0x80, 0x80, 0x22], Array("\"\\ud800\"".utf8),
+            Array(String(repeating: "[", count: 33).utf8) + Array(String(repeating: "]", count: 33).utf8),
+            Array("NaN".utf8), Array("1e999".utf8),
+        ])
+    func refusesBadJSON(bytes: [UInt8]) {
+        #expect(throws: JSONParser.Error.self) { _ = try JSONParser.parse(bytes) }
+    }
+
+    @Test("nesting up to the limit is accepted")
+    func nestingLimit() throws {
+        let depth = JSONParser.defaultMaxDepth
+        let text = String(repeating: "[", count: depth) + String(repeating: "]", count: depth)
+        #expect(throws: Never.self) { _ = try JSONParser.parse(text) }
+    }
+
+    @Test("the writer's output parses back to the same value")
+    func writerRoundTrip() throws {
+        let value: JSONValue = .object([
+            "s": .string("q\"\\/\u{7f}\u{1f}"), "n": .int(-9_007_199_254_740_993), "b": .bool(false), "z": .null,
+            "a": .array([.object([:]), .array([])]),
+        ])
+        var writer = JSONWriter()
+        writer.value(value)
+        #expect(try JSONParser.parse(writer.bytes) == value)
+    }
+}
