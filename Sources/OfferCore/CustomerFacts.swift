@@ -11,7 +11,7 @@ public enum SubscriptionStatus: String, Sendable, Equatable, CaseIterable {
     /// Refunded or revoked from family sharing (`revocationDate` is set).
     case revoked
     /// The verified data shows no auto-renewable subscription (only an app transaction or another kind of purchase).
-    case none
+    case neverSubscribed = "none"
 }
 
 /// What the rules may know about a customer, computed once per request at `now` from verified Apple data.
@@ -37,7 +37,8 @@ public struct CustomerFacts: Sendable, Equatable {
 
     /// Stable identity for rollouts and limits: `originalTransactionId`, else `appTransactionId`.
     public var customerKey: String?
-    /// `nil` when there is renewal info but no transaction to date the subscription from.
+    /// `nil` when the subscription cannot be dated: renewal info without a transaction, or a subscription
+    /// transaction without `expiresDate`. `.neverSubscribed` ("none") when the data shows no auto-renewable subscription.
     public var subscriptionStatus: SubscriptionStatus?
     /// Whole days since `expiresDate`, once it is at or before now (also in grace period, billing retry, and
     /// for a revoked subscription whose period had ended); `nil` while the paid period lasts.
@@ -128,7 +129,7 @@ public struct CustomerFacts: Sendable, Equatable {
                 facts.offerInEffect = OfferInEffect(offerType: offerType, offerIdentifier: subscription.offerIdentifier)
             }
         } else if renewalInfo == nil {
-            facts.subscriptionStatus = SubscriptionStatus.none
+            facts.subscriptionStatus = SubscriptionStatus.neverSubscribed
         }
         return facts
     }

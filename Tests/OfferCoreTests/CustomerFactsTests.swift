@@ -388,7 +388,7 @@ struct CustomerFactsDerivationTests {
         app.receiptType = "Sandbox"
         let facts = try CustomerFacts.derive(transaction: nil, renewalInfo: nil, appTransaction: app, now: now)
         #expect(facts.customerKey == "704289572311371720")
-        #expect(facts.subscriptionStatus == SubscriptionStatus.none)
+        #expect(facts.subscriptionStatus == SubscriptionStatus.neverSubscribed)
         #expect(!facts.hasSubscriptionHistory)
         #expect(facts.environment == "Sandbox")
         #expect(facts.daysSinceExpiry == nil)
@@ -402,7 +402,7 @@ struct CustomerFactsDerivationTests {
         transaction.type = "Consumable"
         transaction.subscriptionGroupIdentifier = nil
         let facts = try CustomerFacts.derive(transaction: transaction, renewalInfo: nil, appTransaction: nil, now: now)
-        #expect(facts.subscriptionStatus == SubscriptionStatus.none)
+        #expect(facts.subscriptionStatus == SubscriptionStatus.neverSubscribed)
         #expect(!facts.hasSubscriptionHistory)
         #expect(facts.daysSubscribed == nil)
         #expect(facts.customerKey == "2000000847061981")

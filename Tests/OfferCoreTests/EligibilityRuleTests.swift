@@ -223,7 +223,7 @@ struct EligibilityRuleEvaluationTests {
             code: "subscription_status_not_allowed", observed: "active"),
         Case(
             label: "subscriptionStatus matches none", rule: #"{"subscriptionStatus": ["none"]}"#,
-            facts: lapsed.with { $0.subscriptionStatus = SubscriptionStatus.none }, passed: true, code: "ok",
+            facts: lapsed.with { $0.subscriptionStatus = SubscriptionStatus.neverSubscribed }, passed: true, code: "ok",
             observed: "none"),
         Case(
             label: "subscriptionStatus fails when the status is unknown", rule: #"{"subscriptionStatus": ["expired"]}"#,

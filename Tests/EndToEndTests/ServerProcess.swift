@@ -1,0 +1,97 @@
+import Foundation
+import Testing
+
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
+
+/// The real `offer-signer` binary, run as users run it: a config file, `serve --port 0`, HTTP on loopback.
+final class ServerProcess: @unchecked Sendable {
+    // @unchecked Sendable: the properties are set once in init and only read afterwards.
+    static let packageRoot = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+        .deletingLastPathComponent()
+    static let binary = packageRoot.appendingPathComponent(".build/debug/offer-signer").path
+
+    let process = Process()
+    let baseURL: URL
+    private let errorPipe = Pipe()
+
+    /// Starts the binary on `configPath` and waits for its "listening on" line.
+    init(configPath: String) throws {
+        try #require(
+            FileManager.default.isExecutableFile(atPath: Self.binary), "build the binary first: swift build")
+        let output = Pipe()
+        process.executableURL = URL(fileURLWithPath: Self.binary)
+        process.arguments = ["serve", "--config", configPath, "--port", "0", "--log-level", "warning"]
+        process.standardOutput = output
+        process.standardError = errorPipe
+        try process.run()
+        var line = Data()
+        while !line.contains(UInt8(ascii: "\n")) {
+            let chunk = output.fileHandleForReading.availableData
+            if chunk.isEmpty { break }
+            line.append(chunk)
+        }
+        let text = String(decoding: line, as: UTF8.self)
+        guard let range = text.range(of: "http://"), let url = URL(string: String(text[range.lowerBound...]).trimmingCharacters(in: .whitespacesAndNewlines))
+        else {
+            process.terminate()
+            throw ServerStartFailure(output: text + String(decoding: errorPipe.fileHandleForReading.availableData, as: UTF8.self))
+        }
+        baseURL = url
+    }
+
+    /// Sends SIGTERM and returns the exit status once the process has stopped.
+    func stop() -> Int32 {
+        if process.isRunning { kill(process.processIdentifier, SIGTERM) }
+        process.waitUntilExit()
+        return process.terminationStatus
+    }
+
+    /// Everything the server wrote to standard error so far (only after `stop`).
+    func errorOutput() -> String {
+        String(decoding: errorPipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+    }
+
+    struct Reply {
+        let status: Int
+        let body: [String: Any]
+        let text: String
+
+        var errorCode: String? { (body["error"] as? [String: Any])?["code"] as? String }
+        var errorReason: String? { (body["error"] as? [String: Any])?["reason"] as? String }
+        var reasons: [[String: String]] { ((body["error"] as? [String: Any])?["reasons"] as? [[String: String]]) ?? [] }
+    }
+
+    func post(_ path: String, _ json: [String: Any]) async throws -> Reply {
+        var request = URLRequest(url: baseURL.appendingPathComponent(path))
+        request.httpMethod = "POST"
+        request.setValue("application/json", forHTTPHeaderField: "Content-Type")
+        request.httpBody = try JSONSerialization.data(withJSONObject: json)
+        let (data, response) = try await URLSession.shared.data(for: request)
+        let status = (response as? HTTPURLResponse)?.statusCode ?? 0
+        let body = (try? JSONSerialization.jsonObject(with: data)) as? [String: Any] ?? [:]
+        return Reply(status: status, body: body, text: String(decoding: data, as: UTF8.self))
+    }
+}
+
+struct ServerStartFailure: Error, CustomStringConvertible {
+    let output: String
+    var description: String { "server did not start: \(output)" }
+}
+
+/// Runs the binary once as a command and returns (status, stdout, stderr).
+func runBinary(_ arguments: [String]) throws -> (Int32, String, String) {
+    let process = Process()
+    process.executableURL = URL(fileURLWithPath: ServerProcess.binary)
+    process.arguments = arguments
+    let out = Pipe()
+    let err = Pipe()
+    process.standardOutput = out
+    process.standardError = err
+    try process.run()
+    let outData = out.fileHandleForReading.readDataToEndOfFile()
+    let errData = err.fileHandleForReading.readDataToEndOfFile()
+    process.waitUntilExit()
+    return (process.terminationStatus, String(decoding: outData, as: UTF8.self), String(decoding: errData, as: UTF8.self))
+}

@@ -1,0 +1,288 @@
+"""Process lifecycle (signals), configuration checks on key files, key rotation and StoreKit key import."""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+import signal
+import socket
+import stat
+
+import jwt
+import pytest
+from cryptography.hazmat.primitives import serialization
+from cryptography.hazmat.primitives.asymmetric import ec
+
+from support import (
+    BUNDLE_ID,
+    ISSUER_ID,
+    KEY_ID,
+    OFFER_OPEN,
+    PRODUCT_MONTHLY,
+    KeyMaterial,
+    Server,
+    apple_legacy_payload,
+    decode_standard_b64,
+    der_signature_verifies,
+    generate_key,
+    jws_parts,
+    jws_verifies,
+    run_cli,
+    verify_jws_es256,
+    write_config,
+)
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT], ids=["SIGTERM", "SIGINT"])
+def test_signal_stops_gracefully(tmp_path, config_path, signing_key, sig):
+    server = Server.start(config_path, tmp_path)
+    try:
+        response = server.promo()
+        assert response.status == 200, response.body
+        verify_jws_es256(response.json()["compactJWS"], signing_key.public_key)
+    finally:
+        status = server.stop(sig, timeout=5)
+    assert status == 0, server.stderr_path.read_text(errors="replace")
+    with pytest.raises(OSError):
+        socket.create_connection(("127.0.0.1", server.port), timeout=2).close()
+
+
+def test_signal_with_idle_keep_alive_connection(tmp_path, config_path):
+    """An idle keep-alive client must not hold up shutdown."""
+    server = Server.start(config_path, tmp_path)
+    idle = socket.create_connection(("127.0.0.1", server.port), timeout=5)
+    try:
+        assert server.promo().status == 200
+        status = server.stop(signal.SIGTERM, timeout=5)
+        assert status == 0
+    finally:
+        idle.close()
+        if server.process.poll() is None:
+            server.process.kill()
+
+
+# MARK: - config check
+
+
+def config_check(config) -> tuple[int, str]:
+    result = run_cli("config", "check", "--config", str(config))
+    return result.returncode, result.stdout + result.stderr
+
+
+def test_config_check_ok(config_path):
+    status, output = config_check(config_path)
+    assert status == 0, output
+    assert "configuration OK" in output
+    assert f"key {KEY_ID}: signing" in output
+
+
+def test_key_file_mode_0644_rejected(tmp_path):
+    key = KeyMaterial.load("OPENKEY001", generate_key(tmp_path, "OPENKEY001"))
+    os.chmod(key.path, 0o644)
+    config = write_config(tmp_path / "config.json", [key])
+    status, output = config_check(config)
+    assert status == 1, output
+    assert str(key.path) in output
+    assert "0644" in output and "chmod 600" in output, output
+    assert "$.apps[0].keys[0].privateKeyFile" in output
+    assert "PRIVATE KEY" not in output
+    for line in key.pem_body_lines():
+        assert line not in output
+    # serve refuses it as well, before listening
+    result = run_cli("serve", "--config", str(config), "--port", "0", timeout=10)
+    assert result.returncode == 1
+    assert "listening" not in result.stdout
+    assert "PRIVATE KEY" not in result.stdout + result.stderr
+
+
+@pytest.mark.parametrize("mode", [0o640, 0o604, 0o700, 0o400])
+def test_key_file_other_modes(tmp_path, mode):
+    key = KeyMaterial.load("MODEKEY001", generate_key(tmp_path, "MODEKEY001"))
+    os.chmod(key.path, mode)
+    status, output = config_check(write_config(tmp_path / "config.json", [key]))
+    allowed = mode & 0o077 == 0
+    assert (status == 0) == allowed, (oct(mode), output)
+
+
+def test_missing_key_file(tmp_path, signing_key):
+    missing = tmp_path / "SubscriptionKey_GONE000001.p8"
+    gone = KeyMaterial("GONE000001", missing, b"", signing_key.private_key, signing_key.public_key)
+    status, output = config_check(write_config(tmp_path / "config.json", [gone]))
+    assert status == 1, output
+    assert str(missing) in output
+    assert "not found" in output
+
+
+def write_private(path, key) -> None:
+    pem = key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
+                            serialization.NoEncryption())
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    with os.fdopen(fd, "wb") as handle:
+        handle.write(pem)
+
+
+@pytest.mark.parametrize("curve", [ec.SECP384R1(), ec.SECP256K1()], ids=["P-384", "secp256k1"])
+def test_non_p256_key_rejected(tmp_path, signing_key, curve):
+    path = tmp_path / "SubscriptionKey_WRONGCURVE.p8"
+    write_private(path, ec.generate_private_key(curve))
+    wrong = KeyMaterial("WRONGCURVE", path, path.read_bytes(), signing_key.private_key, signing_key.public_key)
+    status, output = config_check(write_config(tmp_path / "config.json", [wrong]))
+    assert status == 1, output
+    assert "P-256" in output
+    assert str(path) in output
+    assert "PRIVATE KEY" not in output
+
+
+def test_unknown_config_key_reported_with_path(tmp_path, signing_key):
+    config = write_config(tmp_path / "config.json", [signing_key])
+    document = json.loads(config.read_text())
+    document["apps"][0]["offers"][0]["colour"] = "blue"
+    config.write_text(json.dumps(document))
+    status, output = config_check(config)
+    assert status == 1, output
+    assert "$.apps[0].offers[0].colour: unknown key" in output
+
+
+def test_several_mistakes_all_reported(tmp_path, signing_key):
+    config = write_config(tmp_path / "config.json", [signing_key])
+    document = json.loads(config.read_text())
+    document["apps"][0]["colour"] = "blue"
+    document["apps"][0]["issuerId"] = "not-a-uuid"
+    document["apps"][0]["offers"][1]["productIds"] = "com.example.one"
+    config.write_text(json.dumps(document))
+    status, output = config_check(config)
+    assert status == 1, output
+    assert "$.apps[0].colour: unknown key" in output
+    assert "$.apps[0].issuerId" in output
+    assert "$.apps[0].offers[1].productIds" in output
+
+
+# MARK: - Rotation
+
+
+def test_rotation_active_key_signs(tmp_path, signing_key, rotated_key):
+    config = write_config(tmp_path / "config.json", [signing_key, rotated_key], active_key_id=rotated_key.key_id)
+    status, output = config_check(config)
+    assert status == 0, output
+    assert f"key {rotated_key.key_id}: signing" in output
+    assert f"key {signing_key.key_id}: verify-only" in output
+
+    server = Server.start(config, tmp_path)
+    try:
+        response = server.promo()
+        assert response.status == 200, response.body
+        document = response.json()
+        assert document["keyId"] == rotated_key.key_id
+        token = document["compactJWS"]
+        header, _, _ = jws_parts(token)
+        assert header == {"alg": "ES256", "kid": rotated_key.key_id, "typ": "JWT"}
+        jwt.decode(token, rotated_key.public_key, algorithms=["ES256"], audience="promotional-offer")
+        assert not jws_verifies(token, signing_key.public_key)
+
+        legacy = server.promo(format="legacy")
+        assert legacy.status == 200, legacy.body
+        body = legacy.json()
+        assert body["keyId"] == rotated_key.key_id
+        payload = apple_legacy_payload(rotated_key.pem, rotated_key.key_id, BUNDLE_ID, PRODUCT_MONTHLY, OFFER_OPEN,
+                                       None, body["nonce"], body["timestamp"])
+        der = decode_standard_b64(body["signature"])
+        assert der_signature_verifies(der, payload, rotated_key.public_key)
+        assert not der_signature_verifies(der, payload, signing_key.public_key)
+
+        ready = server.request("GET", "/readyz")
+        assert ready.json() == {"status": "ready", "apps": 1, "keys": 2}
+    finally:
+        assert server.stop(signal.SIGTERM, timeout=5) == 0
+
+
+def test_active_key_must_exist(tmp_path, signing_key):
+    config = write_config(tmp_path / "config.json", [signing_key], active_key_id="NOSUCHKEY1")
+    status, output = config_check(config)
+    assert status == 1, output
+    assert "$.apps[0].activeKeyId" in output
+
+
+# MARK: - keys generate / import-storekit
+
+
+def test_keys_generate_refuses_overwrite(tmp_path):
+    path = generate_key(tmp_path, "ONCE000001")
+    before = path.read_bytes()
+    result = run_cli("keys", "generate", "--key-id", "ONCE000001", "--out", str(path))
+    assert result.returncode != 0
+    assert path.read_bytes() == before
+
+
+def test_keys_generate_prints_matching_public_key(tmp_path):
+    path = tmp_path / "SubscriptionKey_PUBKEY0001.p8"
+    result = run_cli("keys", "generate", "--key-id", "PUBKEY0001", "--out", str(path))
+    assert result.returncode == 0, result.stderr
+    assert "PRIVATE KEY" not in result.stdout
+    start = result.stdout.index("-----BEGIN PUBLIC KEY-----")
+    printed = serialization.load_pem_public_key(result.stdout[start:].encode())
+    private = serialization.load_pem_private_key(path.read_bytes(), None)
+    assert isinstance(private.curve, ec.SECP256R1)
+    assert printed.public_numbers() == private.public_key().public_numbers()
+
+
+def test_import_storekit(tmp_path):
+    key = ec.generate_private_key(ec.SECP256R1())
+    der = key.private_bytes(serialization.Encoding.DER, serialization.PrivateFormat.PKCS8,
+                            serialization.NoEncryption())
+    storekit = tmp_path / "Offers.storekit"
+    storekit.write_text(json.dumps({
+        "identifier": "0A1B2C3D",
+        "products": [],
+        "subscriptionGroups": [],
+        "subscriptionOffersKeyPair": {"id": "ABCD1234", "privateKey": base64.b64encode(der).decode()},
+        "version": {"major": 4, "minor": 0},
+    }))
+    out = tmp_path / "keys"
+    out.mkdir()
+    result = run_cli("keys", "import-storekit", str(storekit), "--out", str(out))
+    assert result.returncode == 0, result.stderr
+    assert "ABCD1234" in result.stdout
+    assert "PRIVATE KEY" not in result.stdout + result.stderr
+    written = out / "SubscriptionKey_ABCD1234.p8"
+    assert written.is_file()
+    assert stat.S_IMODE(written.stat().st_mode) == 0o600
+    loaded = serialization.load_pem_private_key(written.read_bytes(), None)
+    assert isinstance(loaded, ec.EllipticCurvePrivateKey) and isinstance(loaded.curve, ec.SECP256R1)
+    assert loaded.private_numbers() == key.private_numbers()
+    assert loaded.public_key().public_numbers() == key.public_key().public_numbers()
+
+    # The imported key signs, and the original public key verifies.
+    signed = run_cli("sign", "promotional-offer", "--key", str(written), "--key-id", "ABCD1234",
+                     "--issuer-id", ISSUER_ID, "--bundle-id", BUNDLE_ID, "--product-id", PRODUCT_MONTHLY,
+                     "--offer-id", OFFER_OPEN)
+    assert signed.returncode == 0, signed.stderr
+    token = json.loads(signed.stdout)["compactJWS"]
+    assert jws_parts(token)[0]["kid"] == "ABCD1234"
+    verify_jws_es256(token, key.public_key())
+
+    # A second import never overwrites the key.
+    again = run_cli("keys", "import-storekit", str(storekit), "--out", str(out))
+    assert again.returncode != 0
+
+
+def test_import_storekit_without_key_pair(tmp_path):
+    storekit = tmp_path / "Plain.storekit"
+    storekit.write_text(json.dumps({"products": [], "version": {"major": 4, "minor": 0}}))
+    result = run_cli("keys", "import-storekit", str(storekit), "--out", str(tmp_path))
+    assert result.returncode == 1
+    assert "subscriptionOffersKeyPair" in result.stderr
+    assert not list(tmp_path.glob("*.p8"))
+
+
+def test_import_storekit_wrong_curve(tmp_path):
+    key = ec.generate_private_key(ec.SECP384R1())
+    der = key.private_bytes(serialization.Encoding.DER, serialization.PrivateFormat.PKCS8,
+                            serialization.NoEncryption())
+    storekit = tmp_path / "Bad.storekit"
+    storekit.write_text(json.dumps(
+        {"subscriptionOffersKeyPair": {"id": "BADC0001", "privateKey": base64.b64encode(der).decode()}}))
+    result = run_cli("keys", "import-storekit", str(storekit), "--out", str(tmp_path))
+    assert result.returncode == 1
+    assert "P-256" in result.stderr
+    assert not (tmp_path / "SubscriptionKey_BADC0001.p8").exists()
