@@ -151,7 +151,11 @@ public struct ServerError: Error, Sendable, CustomStringConvertible {
 /// Per-request state kept in libmicrohttpd's `con_cls` between handler calls.
 final class RequestState {
     var body: [UInt8] = []
+    /// The body is over the limit: it is dropped and the request answered 413.
     var rejected = false
+    /// The 413 was queued already (on the first call, from `Content-Length`).
+    var answered = false
+    var discarded = 0
 }
 
 /// Counts requests from their first handler call to libmicrohttpd's completion notice (response sent or aborted).
@@ -207,19 +211,25 @@ private func accessHandler(
             let length = Int(String(cString: declared)), length > server.limits.maxBodyBytes
         {
             state.rejected = true
+            state.answered = true
             return queue(connection, APIError.payloadTooLarge(limit: server.limits.maxBodyBytes).response)
         }
         return .YES
     }
     let state = Unmanaged<RequestState>.fromOpaque(existing).takeUnretainedValue()
+    let limit = server.limits.maxBodyBytes
     if uploadSize.pointee > 0 {
         let count = uploadSize.pointee
         uploadSize.pointee = 0
-        if state.rejected { return .YES }
-        if state.body.count + count > server.limits.maxBodyBytes {
+        if !state.rejected && state.body.count + count > limit {
+            // libmicrohttpd cannot answer in the middle of a body, so the rest is read and dropped and the
+            // 413 goes out on the final call; a sender that keeps going past 16 times the limit is cut off.
             state.rejected = true
             state.body = []
-            return queue(connection, APIError.payloadTooLarge(limit: server.limits.maxBodyBytes).response)
+        }
+        if state.rejected {
+            state.discarded += count
+            return state.discarded > 16 * limit ? .NO : .YES
         }
         if let uploadData {
             uploadData.withMemoryRebound(to: UInt8.self, capacity: count) {
@@ -228,7 +238,10 @@ private func accessHandler(
         }
         return .YES
     }
-    if state.rejected { return .YES }
+    if state.rejected {
+        // A declared oversize body was already answered on the first call.
+        return state.answered ? .YES : queue(connection, APIError.payloadTooLarge(limit: limit).response)
+    }
     let path = url.map { String(cString: $0) } ?? "/"
     var request = HTTPRequest(
         method: method.map { String(cString: $0) } ?? "GET",

@@ -1,0 +1,151 @@
+import Foundation
+import OfferCore
+import Testing
+
+@testable import OfferServer
+
+@Suite("Configuration is validated strictly, every mistake named by its JSON path")
+struct ServerConfigTests {
+    static let validApp = """
+        {"bundleId": "com.example.app", "issuerId": "57246542-96fe-1a63-e053-0824d011072a",
+         "keys": [{"keyId": "KEY0000001", "privateKeyFile": "k1.p8"}, {"keyId": "KEY0000002", "privateKeyFile": "/abs/k2.p8"}],
+         "activeKeyId": "KEY0000002",
+         "offers": [{"id": "o1", "type": "promotional", "productIds": ["p1"],
+                     "eligibility": {"subscriptionStatus": ["expired"]},
+                     "activeFrom": "2026-01-01T00:00:00Z", "activeUntil": "2027-01-01T00:00:00+02:00",
+                     "requiresVerifiedCustomer": false, "subscriptionGroupId": "21000001"}]}
+        """
+
+    func parse(_ text: String) throws(ConfigErrors) -> ServerConfig {
+        try ServerConfig.parse(Array(text.utf8), baseDirectory: "/etc/offer-signer")
+    }
+
+    @Test("a complete configuration parses with defaults and resolved paths")
+    func validConfiguration() throws {
+        let config = try parse(
+            """
+            {"listen": {"host": "0.0.0.0", "port": 9000, "threads": 4, "maxConnections": 10, "idleTimeoutSeconds": 5},
+             "trust": {"rootCertificates": ["roots/AppleRootCA-G3.cer"], "environments": ["Production"]},
+             "apps": [\(Self.validApp)]}
+            """)
+        #expect(config.listen.host == "0.0.0.0")
+        #expect(config.listen.port == 9000)
+        #expect(config.listen.threads == 4)
+        #expect(config.trust.rootCertificateFiles == ["/etc/offer-signer/roots/AppleRootCA-G3.cer"])
+        #expect(config.trust.environments == ["Production"])
+        let app = try #require(config.apps.first)
+        #expect(app.activeKeyId == "KEY0000002")
+        #expect(app.keys.map(\.privateKeyFile) == ["/etc/offer-signer/k1.p8", "/abs/k2.p8"])
+        #expect(app.localTesting == false)
+        let offer = try #require(app.offers.first)
+        #expect(offer.kind == .promotional)
+        #expect(offer.requiresVerifiedCustomer == false)
+        #expect(offer.subscriptionGroupId == "21000001")
+        #expect(offer.activeWindow.from == 1_767_225_600_000)
+        #expect(offer.activeWindow.until == 1_798_754_400_000)
+        #expect(offer.path == "$.apps[0].offers[0]")
+    }
+
+    @Test("defaults: listen 127.0.0.1:8080, first key signs, offers need verified customers")
+    func defaults() throws {
+        let config = try parse(
+            """
+            {"apps": [{"bundleId": "b", "issuerId": "57246542-96FE-1A63-E053-0824D011072A",
+              "keys": [{"keyId": "K1", "privateKeyFile": "k.p8"}],
+              "offers": [{"id": "o", "type": "winBack", "productIds": ["p"]}]}]}
+            """)
+        #expect(config.listen.host == "127.0.0.1" && config.listen.port == 8080)
+        #expect(config.trust.rootCertificateFiles.isEmpty)
+        #expect(config.apps[0].activeKeyId == "K1")
+        #expect(config.apps[0].offers[0].requiresVerifiedCustomer)
+        #expect(config.apps[0].offers[0].eligibility == nil)
+        #expect(!config.warnings.isEmpty)
+    }
+
+    static let mistakes: [(String, String, String)] = [
+        (#"{"apps": [], "colour": 1}"#, "$.colour", "unknown key"),
+        (#"{"apps": []}"#, "$.apps", "must not be empty"),
+        (#"{}"#, "$.apps", "is required"),
+        (#"[]"#, "$", "expected an object"),
+        (#"{"apps": [], "listen": {"port": 70000}}"#, "$.listen.port", "from 0 to 65535"),
+        (#"{"apps": [], "listen": {"port": "80"}}"#, "$.listen.port", "expected an integer"),
+        (#"{"apps": [], "listen": {"hots": "x"}}"#, "$.listen.hots", "unknown key"),
+        (#"{"apps": [], "trust": {"rootCertificates": []}}"#, "$.trust.rootCertificates", "must not be empty"),
+        (#"{"apps": [], "trust": {"rootCertificates": ["a"], "environments": ["Xcode"]}}"#,
+         "$.trust.environments[0]", "unknown environment"),
+        (#"{"apps": [1]}"#, "$.apps[0]", "expected an object"),
+        (#"{"apps": [{"issuerId": "x", "keys": [], "offers": []}]}"#, "$.apps[0].bundleId", "is required"),
+        (#"{"apps": [{"bundleId": "b", "issuerId": "nope", "keys": [{"keyId": "K", "privateKeyFile": "k"}], "offers": []}]}"#,
+         "$.apps[0].issuerId", "expected a UUID"),
+        (#"{"apps": [{"bundleId": "b", "issuerId": "57246542-96fe-1a63-e053-0824d011072a", "keys": [{"keyId": "K/1", "privateKeyFile": "k"}], "offers": []}]}"#,
+         "$.apps[0].keys[0].keyId", "letters or digits"),
+        (#"{"apps": [{"bundleId": "b", "issuerId": "57246542-96fe-1a63-e053-0824d011072a", "keys": [{"keyId": "K", "privateKeyFile": "k"}, {"keyId": "K", "privateKeyFile": "j"}], "offers": []}]}"#,
+         "$.apps[0].keys[1].keyId", "duplicate keyId"),
+        (#"{"apps": [{"bundleId": "b", "issuerId": "57246542-96fe-1a63-e053-0824d011072a", "keys": [{"keyId": "K", "privateKeyFile": "k"}], "activeKeyId": "Z", "offers": []}]}"#,
+         "$.apps[0].activeKeyId", "no key with keyId Z"),
+        (#"{"apps": [{"bundleId": "b", "issuerId": "57246542-96fe-1a63-e053-0824d011072a", "keys": [{"keyId": "K", "privateKeyFile": "k"}], "offers": [{"id": "o", "type": "coupon", "productIds": ["p"]}]}]}"#,
+         "$.apps[0].offers[0].type", "unknown offer type"),
+        (#"{"apps": [{"bundleId": "b", "issuerId": "57246542-96fe-1a63-e053-0824d011072a", "keys": [{"keyId": "K", "privateKeyFile": "k"}], "offers": [{"id": "o", "type": "promotional", "productIds": ["p", "p"]}]}]}"#,
+         "$.apps[0].offers[0].productIds[1]", "duplicate value"),
+        (#"{"apps": [{"bundleId": "b", "issuerId": "57246542-96fe-1a63-e053-0824d011072a", "keys": [{"keyId": "K", "privateKeyFile": "k"}], "offers": [{"id": "o", "type": "promotional", "productIds": ["p"], "eligibility": {"daysSinceExpiry": {"min": "30"}}}]}]}"#,
+         "$.apps[0].offers[0].eligibility.daysSinceExpiry.min", ""),
+        (#"{"apps": [{"bundleId": "b", "issuerId": "57246542-96fe-1a63-e053-0824d011072a", "keys": [{"keyId": "K", "privateKeyFile": "k"}], "offers": [{"id": "o", "type": "promotional", "productIds": ["p"], "eligibility": {"all": [{"subscriptionStatus": ["expired"]}, {"storefront": ["USA"]}]}}]}]}"#,
+         "$.apps[0].offers[0].eligibility.all[1].storefront", "did you mean \"storefronts\""),
+        (#"{"apps": [{"bundleId": "b", "issuerId": "57246542-96fe-1a63-e053-0824d011072a", "keys": [{"keyId": "K", "privateKeyFile": "k"}], "offers": [{"id": "o", "type": "promotional", "productIds": ["p"], "activeFrom": "tomorrow"}]}]}"#,
+         "$.apps[0].offers[0].activeFrom", ""),
+        (#"{"apps": [{"bundleId": "b", "issuerId": "57246542-96fe-1a63-e053-0824d011072a", "keys": [{"keyId": "K", "privateKeyFile": "k"}], "offers": [{"id": "o", "type": "promotional", "productIds": ["p"], "limits": {"total": 5}}]}]}"#,
+         "$.apps[0].offers[0].limits", "unknown key"),
+        (#"{"apps": [{"bundleId": "b", "issuerId": "57246542-96fe-1a63-e053-0824d011072a", "keys": [{"keyId": "K", "privateKeyFile": "k"}], "offers": [{"id": "o", "type": "promotional", "productIds": ["p"]}, {"id": "o", "type": "winBack", "productIds": ["p"]}]}]}"#,
+         "$.apps[0].offers[1].id", "duplicate offer id"),
+        ("{\"apps\": [] ", "$", "not valid JSON"),
+    ]
+
+    @Test("each mistake is reported at its path", arguments: 0..<mistakes.count)
+    func mistake(index: Int) {
+        let (text, path, message) = Self.mistakes[index]
+        #expect {
+            _ = try parse(text)
+        } throws: { error in
+            guard let errors = error as? ConfigErrors else { return false }
+            return errors.errors.contains { $0.path == path && (message.isEmpty || $0.message.contains(message)) }
+        }
+    }
+
+    @Test("several mistakes are reported together")
+    func manyMistakes() {
+        #expect {
+            _ = try parse(#"{"apps": [], "listen": {"port": -1, "extra": true}, "other": 1}"#)
+        } throws: { error in
+            (error as? ConfigErrors)?.errors.count == 4
+        }
+    }
+
+    @Test("the demo configuration loads with its key and Apple's root")
+    func demoConfiguration() throws {
+        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent()
+        let keyPath = root.appendingPathComponent("Keys/demo/SubscriptionKey_DEMOKEY001.p8").path
+        chmod(keyPath, 0o600)  // git does not keep file modes; `make` sets this too
+        let config = try ServerConfig.load(path: root.appendingPathComponent("Deploy/demo/offer-signer.json").path)
+        let catalog = try OfferCatalog.load(config)
+        #expect(catalog.apps["com.example.app"]?.signingKey.keyId == "DEMOKEY001")
+        #expect(catalog.apps["com.example.app"]?.offer("welcome_back_50") != nil)
+    }
+
+    @Test("a missing key file and a missing root are config errors naming their paths")
+    func missingFiles() throws {
+        let config = try parse(
+            """
+            {"trust": {"rootCertificates": ["nowhere.cer"]},
+             "apps": [{"bundleId": "b", "issuerId": "57246542-96fe-1a63-e053-0824d011072a",
+              "keys": [{"keyId": "K1", "privateKeyFile": "missing.p8"}], "offers": []}]}
+            """)
+        #expect {
+            _ = try OfferCatalog.load(config)
+        } throws: { error in
+            guard let errors = (error as? ConfigErrors)?.errors else { return false }
+            return errors.contains { $0.path == "$.apps[0].keys[0].privateKeyFile" && $0.message.contains("not found") }
+                && errors.contains { $0.path == "$.trust.rootCertificates[0]" }
+        }
+    }
+}
