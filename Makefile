@@ -49,6 +49,7 @@ run: release
 	exec $(BIN) serve --config $(CONFIG) --host $(HOST) --port $(PORT)
 
 test: deps $(VENV)/.installed
+	swift format lint --strict --recursive Sources Tests Package.swift
 	swift build
 	swift test
 	OFFER_SIGNER_BIN=$(CURDIR)/.build/debug/offer-signer $(VENV)/bin/python -m pytest -q Tests/Interop

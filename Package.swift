@@ -18,10 +18,12 @@ let package = Package(
         .target(name: "OfferCore", dependencies: ["OfferCrypto"]),
         .target(name: "OfferServer", dependencies: ["OfferCore", "OfferCrypto", "CMicroHTTPD"]),
         .target(name: "OfferTesting", dependencies: ["OfferCore", "OfferCrypto", "COpenSSL"]),
-        .executableTarget(name: "offer-signer", dependencies: ["OfferServer", "OfferCore", "OfferCrypto", "OfferTesting"]),
+        .executableTarget(
+            name: "offer-signer", dependencies: ["OfferServer", "OfferCore", "OfferCrypto", "OfferTesting"]),
         .testTarget(name: "OfferCryptoTests", dependencies: ["OfferCrypto", "OfferTesting"]),
         .testTarget(name: "OfferCoreTests", dependencies: ["OfferCore", "OfferCrypto", "OfferTesting"]),
-        .testTarget(name: "OfferServerTests", dependencies: ["OfferServer", "OfferCore", "OfferCrypto", "OfferTesting"]),
+        .testTarget(
+            name: "OfferServerTests", dependencies: ["OfferServer", "OfferCore", "OfferCrypto", "OfferTesting"]),
         .testTarget(name: "EndToEndTests", dependencies: ["OfferCore", "OfferCrypto", "OfferTesting"]),
     ]
 )

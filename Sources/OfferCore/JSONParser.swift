@@ -76,7 +76,9 @@ public struct JSONParser {
         }
         while true {
             skipWhitespace()
-            guard index < bytes.count, bytes[index] == UInt8(ascii: "\"") else { throw failure("expected a member name") }
+            guard index < bytes.count, bytes[index] == UInt8(ascii: "\"") else {
+                throw failure("expected a member name")
+            }
             let keyOffset = index
             let key = try parseString()
             skipWhitespace()
@@ -150,7 +152,9 @@ public struct JSONParser {
         }
         let text = String(decoding: bytes[start..<index], as: UTF8.self)
         if isInteger, let value = Int64(text) { return .int(value) }
-        guard let value = Double(text), value.isFinite else { throw Error(message: "number out of range", offset: start) }
+        guard let value = Double(text), value.isFinite else {
+            throw Error(message: "number out of range", offset: start)
+        }
         return .double(value)
     }
 

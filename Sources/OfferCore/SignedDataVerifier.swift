@@ -35,7 +35,9 @@ public final class SignedDataVerifier: Sendable {
 
     /// Verifies `token` as data of `kind` for `bundleId`; returns the trusted payload.
     /// `allowLocalTesting` admits Xcode/LocalTesting data signed by its single self-made certificate.
-    public func verify(_ token: String, kind: SignedDataKind, bundleId: String, allowLocalTesting: Bool = false)
+    public func verify(
+        _ token: String, kind: SignedDataKind, bundleId: String, allowLocalTesting: Bool = false
+    )
         throws(SignedDataError) -> JSONValue
     {
         let parts: CompactJWS.Parts
@@ -97,7 +99,9 @@ public final class SignedDataVerifier: Sendable {
     /// The number of verified chains held in the cache (for metrics and tests).
     public var cachedChainCount: Int { cache.withLock { $0.count } }
 
-    private func verifiedLeafKey(leaf: [UInt8], intermediate: [UInt8], at signedDate: Int64)
+    private func verifiedLeafKey(
+        leaf: [UInt8], intermediate: [UInt8], at signedDate: Int64
+    )
         throws(SignedDataError) -> VerifyingKey
     {
         let seconds = signedDate / 1000
@@ -106,7 +110,8 @@ public final class SignedDataVerifier: Sendable {
         do {
             let leafCertificate = try Certificate(der: leaf)
             let intermediateCertificate = try Certificate(der: intermediate)
-            let key = try chainVerifier.verify(leaf: leafCertificate, intermediate: intermediateCertificate, at: seconds)
+            let key = try chainVerifier.verify(
+                leaf: leafCertificate, intermediate: intermediateCertificate, at: seconds)
             let from = max(leafCertificate.notBefore, intermediateCertificate.notBefore)
             let until = min(leafCertificate.notAfter, intermediateCertificate.notAfter)
             cache.withLock { $0.insert(cacheKey, key: key, from: from, until: until) }

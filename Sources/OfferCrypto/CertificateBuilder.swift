@@ -81,7 +81,9 @@ public struct CertificateBuilder: Sendable {
     }
 
     /// A certificate for `subjectKey`, issued by `issuer` and signed with `issuerKey`, which must match it.
-    public func issued(for subjectKey: VerifyingKey, by issuer: Certificate, issuerKey: SigningKey) throws
+    public func issued(
+        for subjectKey: VerifyingKey, by issuer: Certificate, issuerKey: SigningKey
+    ) throws
         -> Certificate
     {
         guard X509_check_private_key(issuer.x509, issuerKey.pkey) == 1 else {

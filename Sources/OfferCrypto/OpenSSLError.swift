@@ -18,5 +18,7 @@ func readMemoryBIO(_ bio: OpaquePointer) -> [UInt8] {
     var data: UnsafeMutablePointer<CChar>?
     let length = offer_BIO_get_mem_data(bio, &data)
     guard length > 0, let data else { return [] }
-    return data.withMemoryRebound(to: UInt8.self, capacity: length) { Array(UnsafeBufferPointer(start: $0, count: length)) }
+    return data.withMemoryRebound(to: UInt8.self, capacity: length) {
+        Array(UnsafeBufferPointer(start: $0, count: length))
+    }
 }

@@ -53,7 +53,9 @@ public enum PrivateKeyFile {
     public static func writeNew(path: String, contents: [UInt8]) throws {
         let fd = open(path, O_WRONLY | O_CREAT | O_EXCL, 0o600)
         guard fd >= 0 else {
-            if errno == EEXIST { throw CryptoError(.keyFileUnreadable, "\(path): file exists; refusing to overwrite a key") }
+            if errno == EEXIST {
+                throw CryptoError(.keyFileUnreadable, "\(path): file exists; refusing to overwrite a key")
+            }
             throw CryptoError(.keyFileUnreadable, "\(path): cannot create key file (errno \(errno))")
         }
         defer { close(fd) }

@@ -106,7 +106,9 @@ public final class SigningKey: @unchecked Sendable {
 
     /// ECDSA with SHA-256 over `message`; returns the DER signature (70 to 72 bytes on P-256).
     public func signatureDER<Bytes: ContiguousBytes>(for message: Bytes) throws -> [UInt8] {
-        guard let ctx = EVP_MD_CTX_new() else { throw CryptoError(.internalFailure, "cannot allocate a digest context") }
+        guard let ctx = EVP_MD_CTX_new() else {
+            throw CryptoError(.internalFailure, "cannot allocate a digest context")
+        }
         defer { EVP_MD_CTX_free(ctx) }
         guard EVP_DigestSignInit(ctx, nil, EVP_sha256(), nil, pkey) == 1 else {
             OpenSSLError.drain()

@@ -70,7 +70,8 @@ public final class VerifyingKey: @unchecked Sendable {
         let result = message.withUnsafeBytes { input in
             signature.withUnsafeBufferPointer { sig in
                 EVP_DigestVerify(
-                    ctx, sig.baseAddress, sig.count, input.baseAddress?.assumingMemoryBound(to: UInt8.self), input.count)
+                    ctx, sig.baseAddress, sig.count, input.baseAddress?.assumingMemoryBound(to: UInt8.self), input.count
+                )
             }
         }
         if result != 1 { OpenSSLError.drain() }

@@ -50,7 +50,9 @@ public struct APIError: Error, Sendable, Equatable {
     }
 
     public static func methodNotAllowed(_ method: String, allow: String) -> APIError {
-        APIError(status: 405, code: "method_not_allowed", message: "\(method) is not allowed here; use \(allow)", allow: allow)
+        APIError(
+            status: 405, code: "method_not_allowed", message: "\(method) is not allowed here; use \(allow)",
+            allow: allow)
     }
 
     public static func unknownApp(_ bundleId: String) -> APIError {
@@ -62,7 +64,8 @@ public struct APIError: Error, Sendable, Equatable {
     }
 
     public static func notEligible(_ reasons: [IneligibilityReason]) -> APIError {
-        APIError(status: 403, code: "not_eligible", message: "the customer is not eligible for this offer", reasons: reasons)
+        APIError(
+            status: 403, code: "not_eligible", message: "the customer is not eligible for this offer", reasons: reasons)
     }
 
     public static func notReady(_ message: String) -> APIError {

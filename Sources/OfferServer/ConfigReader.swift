@@ -81,7 +81,8 @@ struct ConfigReader {
         for (index, element) in elements.enumerated() {
             guard case .string(let text) = element, !text.isEmpty else {
                 errors.append(
-                    ConfigError(path: "\(child(key))[\(index)]", "expected a non-empty string, found \(describe(element))"))
+                    ConfigError(
+                        path: "\(child(key))[\(index)]", "expected a non-empty string, found \(describe(element))"))
                 continue
             }
             if out.contains(text) {

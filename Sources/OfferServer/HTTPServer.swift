@@ -125,7 +125,9 @@ public final class HTTPServer: @unchecked Sendable {
             if bound == 0 {
                 if Int32(storage.ss_family) == AF_INET {
                     actualPort = withUnsafePointer(to: &storage) {
-                        $0.withMemoryRebound(to: sockaddr_in.self, capacity: 1) { Int(UInt16(bigEndian: $0.pointee.sin_port)) }
+                        $0.withMemoryRebound(to: sockaddr_in.self, capacity: 1) {
+                            Int(UInt16(bigEndian: $0.pointee.sin_port))
+                        }
                     }
                 } else if Int32(storage.ss_family) == AF_INET6 {
                     actualPort = withUnsafePointer(to: &storage) {
@@ -185,7 +187,8 @@ final class NSLockLite: @unchecked Sendable {
 }
 
 private func requestCompleted(
-    _ cls: UnsafeMutableRawPointer?, _ connection: OpaquePointer?, _ state: UnsafeMutablePointer<UnsafeMutableRawPointer?>?,
+    _ cls: UnsafeMutableRawPointer?, _ connection: OpaquePointer?,
+    _ state: UnsafeMutablePointer<UnsafeMutableRawPointer?>?,
     _ code: MHD_RequestTerminationCode
 ) {
     guard let state, let pointer = state.pointee else { return }

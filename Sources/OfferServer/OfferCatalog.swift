@@ -24,7 +24,9 @@ public final class OfferCatalog: Sendable {
     }
 
     /// Loads every key and trust root the configuration names. Errors name the config path and file, never key bytes.
-    public static func load(_ config: ServerConfig, loadKey: (String) throws -> SigningKey = PrivateKeyFile.load)
+    public static func load(
+        _ config: ServerConfig, loadKey: (String) throws -> SigningKey = PrivateKeyFile.load
+    )
         throws(ConfigErrors) -> OfferCatalog
     {
         var errors: [ConfigError] = []

@@ -68,7 +68,8 @@ public final class OfferService: Sendable {
         case "/readyz": return readiness()
         default:
             return HTTPResponse(
-                status: 200, body: Array(metrics.render().utf8), contentType: "text/plain; version=0.0.4; charset=utf-8")
+                status: 200, body: Array(metrics.render().utf8), contentType: "text/plain; version=0.0.4; charset=utf-8"
+            )
         }
     }
 
@@ -144,7 +145,9 @@ public final class OfferService: Sendable {
     func signIntroductoryOfferEligibility(_ request: HTTPRequest) throws(APIError) -> HTTPResponse {
         let body = try RequestBody(
             request.body,
-            allowed: ["bundleId", "productId", "offerId", "signedTransaction", "signedRenewalInfo", "signedAppTransaction"])
+            allowed: [
+                "bundleId", "productId", "offerId", "signedTransaction", "signedRenewalInfo", "signedAppTransaction",
+            ])
         let app = try app(body.string("bundleId"))
         let productId = try body.string("productId")
         let offer: Offer
@@ -192,7 +195,8 @@ public final class OfferService: Sendable {
             transactionId: transactionId)
         let jws: String
         do {
-            jws = try OfferSignatures.introductoryOfferEligibilityJWS(claims, key: key, issuedAt: issuedAt, nonce: nonce)
+            jws = try OfferSignatures.introductoryOfferEligibilityJWS(
+                claims, key: key, issuedAt: issuedAt, nonce: nonce)
         } catch {
             log.error("signing failed for app \(app.config.bundleId) key \(key.keyId)")
             throw APIError.internalError
@@ -274,7 +278,9 @@ public final class OfferService: Sendable {
         return app
     }
 
-    private func offer(_ id: String, of app: OfferCatalog.App, kind: Offer.Kind, productId: String) throws(APIError)
+    private func offer(
+        _ id: String, of app: OfferCatalog.App, kind: Offer.Kind, productId: String
+    ) throws(APIError)
         -> Offer
     {
         guard let offer = app.offer(id) else { throw APIError.unknownOffer(id) }
@@ -298,7 +304,9 @@ public final class OfferService: Sendable {
 
     /// Verifies whatever signed data the request carries and derives the customer's facts.
     /// `nil` when the request carries none.
-    private func verifiedCustomer(_ body: RequestBody, app: OfferCatalog.App, now: Int64) throws(APIError)
+    private func verifiedCustomer(
+        _ body: RequestBody, app: OfferCatalog.App, now: Int64
+    ) throws(APIError)
         -> VerifiedCustomer?
     {
         let transaction = try verify(body, field: "signedTransaction", kind: .transaction, app: app)
@@ -307,7 +315,8 @@ public final class OfferService: Sendable {
         guard transaction != nil || renewal != nil || appTransaction != nil else { return nil }
         guard renewal == nil || transaction != nil else {
             // Renewal info names no app: only the transaction it belongs to ties it to this one.
-            throw APIError.invalidRequest("\"signedRenewalInfo\" must come with the \"signedTransaction\" it belongs to")
+            throw APIError.invalidRequest(
+                "\"signedRenewalInfo\" must come with the \"signedTransaction\" it belongs to")
         }
         do {
             return try VerifiedCustomer(
@@ -323,12 +332,15 @@ public final class OfferService: Sendable {
                 now: now)
         } catch {
             throw APIError(
-                status: 400, code: "untrusted_signed_data", message: "signed data does not fit together: \(error.message)",
+                status: 400, code: "untrusted_signed_data",
+                message: "signed data does not fit together: \(error.message)",
                 details: [("reason", "inconsistent")])
         }
     }
 
-    private func verify(_ body: RequestBody, field: String, kind: SignedDataKind, app: OfferCatalog.App)
+    private func verify(
+        _ body: RequestBody, field: String, kind: SignedDataKind, app: OfferCatalog.App
+    )
         throws(APIError) -> JSONValue?
     {
         guard let token = try body.optionalString(field) else { return nil }

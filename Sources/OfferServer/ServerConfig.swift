@@ -108,7 +108,9 @@ public struct ServerConfig: Sendable {
         return trust
     }
 
-    private static func parseApp(_ value: JSONValue, path: String, baseDirectory: String, errors: inout [ConfigError])
+    private static func parseApp(
+        _ value: JSONValue, path: String, baseDirectory: String, errors: inout [ConfigError]
+    )
         -> App?
     {
         var reader = ConfigReader(value, path: path, errors: &errors)
@@ -218,7 +220,9 @@ public struct ServerConfig: Sendable {
         for (index, byte) in bytes.enumerated() {
             if index == 8 || index == 13 || index == 18 || index == 23 {
                 if byte != UInt8(ascii: "-") { return false }
-            } else if !((byte >= 0x30 && byte <= 0x39) || (byte >= 0x41 && byte <= 0x46) || (byte >= 0x61 && byte <= 0x66)) {
+            } else if !((byte >= 0x30 && byte <= 0x39) || (byte >= 0x41 && byte <= 0x46)
+                || (byte >= 0x61 && byte <= 0x66))
+            {
                 return false
             }
         }

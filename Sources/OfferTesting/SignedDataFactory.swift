@@ -10,7 +10,9 @@ public struct SignedDataFactory: Sendable {
     /// Xcode's StoreKit testing signs with one self-signed certificate; so does this one.
     public let localTesting: TestCertificate
 
-    public init(root: TestCertificate, intermediate: TestCertificate, leaf: TestCertificate, localTesting: TestCertificate) {
+    public init(
+        root: TestCertificate, intermediate: TestCertificate, leaf: TestCertificate, localTesting: TestCertificate
+    ) {
         self.root = root
         self.intermediate = intermediate
         self.leaf = leaf
@@ -22,7 +24,8 @@ public struct SignedDataFactory: Sendable {
         let chain = try TestCertificateAuthority.makeChain(notBefore: notBefore, notAfter: notAfter)
         let local = try TestCertificateAuthority.makeSelfSignedLeaf(
             commonName: "StoreKit Testing in Xcode", notBefore: notBefore, notAfter: notAfter)
-        return SignedDataFactory(root: chain.root, intermediate: chain.intermediate, leaf: chain.leaf, localTesting: local)
+        return SignedDataFactory(
+            root: chain.root, intermediate: chain.intermediate, leaf: chain.leaf, localTesting: local)
     }
 
     /// Signs `payload` (a JSON object) as App Store signed data.
@@ -36,7 +39,9 @@ public struct SignedDataFactory: Sendable {
     }
 
     /// Signs with any certificates and key, for tests of broken chains.
-    public static func sign(_ payload: JSONValue, certificates: [[UInt8]], key: SigningKey, alg: String = "ES256")
+    public static func sign(
+        _ payload: JSONValue, certificates: [[UInt8]], key: SigningKey, alg: String = "ES256"
+    )
         throws -> String
     {
         var header = JSONWriter()
@@ -66,7 +71,8 @@ extension SignedDataFactory {
     public static let millisecondsPerDay: Int64 = 86_400_000
 
     public static func subscriptionTransaction(
-        bundleId: String, productId: String = "com.example.pro.monthly", originalTransactionId: String = "1000000000000001",
+        bundleId: String, productId: String = "com.example.pro.monthly",
+        originalTransactionId: String = "1000000000000001",
         transactionId: String? = nil, subscriptionGroupIdentifier: String = "21000001", purchaseDate: Int64,
         expiresDate: Int64, signedDate: Int64, environment: String = "Sandbox", storefront: String = "USA",
         overrides: [String: JSONValue] = [:]

@@ -19,7 +19,8 @@ enum CommandLineTool {
             case "keys" where words.count > 1 && words[1] == "generate":
                 return try command(arguments.dropFirst(2), help: Help.keysGenerate, run: KeysCommand.generate)
             case "keys" where words.count > 1 && words[1] == "import-storekit":
-                return try command(arguments.dropFirst(2), help: Help.keysImportStoreKit, run: KeysCommand.importStoreKit)
+                return try command(
+                    arguments.dropFirst(2), help: Help.keysImportStoreKit, run: KeysCommand.importStoreKit)
             case "sign" where words.count > 1:
                 return try command(arguments.dropFirst(2), help: Help.sign) { try SignCommand.run(words[1], $0) }
             case "explain":

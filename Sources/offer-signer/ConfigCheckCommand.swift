@@ -8,8 +8,9 @@ enum ConfigCheckCommand {
         let path = try options.required("config")
         let (config, catalog) = try ServeCommand.loadConfiguration(path)
         var lines = ["configuration OK: \(path)", "listen: \(config.listen.host):\(config.listen.port)"]
-        lines.append("trust: \(config.trust.rootCertificateFiles.count) root certificate(s); environments "
-            + config.trust.environments.joined(separator: ", "))
+        lines.append(
+            "trust: \(config.trust.rootCertificateFiles.count) root certificate(s); environments "
+                + config.trust.environments.joined(separator: ", "))
         for app in config.apps {
             lines.append("app \(app.bundleId) (issuer \(app.issuerId))\(app.localTesting ? " [LOCAL TESTING]" : "")")
             for key in app.keys {

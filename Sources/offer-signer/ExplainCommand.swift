@@ -16,7 +16,8 @@ enum ExplainCommand {
             $0.offer(offerId) != nil && (options["bundle-id"] == nil || $0.config.bundleId == options["bundle-id"])
         }
         guard let app = candidates.first, let offer = app.offer(offerId) else {
-            throw CommandError("no offer \(offerId) in the configuration\(options["bundle-id"].map { " for app \($0)" } ?? "")")
+            throw CommandError(
+                "no offer \(offerId) in the configuration\(options["bundle-id"].map { " for app \($0)" } ?? "")")
         }
         guard candidates.count == 1 else {
             throw UsageError("several apps have offer \(offerId); choose one with --bundle-id")
@@ -37,7 +38,8 @@ enum ExplainCommand {
                 return try catalog.verifier.verify(
                     token, kind: kind, bundleId: app.config.bundleId, allowLocalTesting: app.config.localTesting)
             } catch {
-                throw CommandError("--\(option) \(path): untrusted signed data (\(error.reason.rawValue)): \(error.message)")
+                throw CommandError(
+                    "--\(option) \(path): untrusted signed data (\(error.reason.rawValue)): \(error.message)")
             }
         }
         let transaction = try verified("signed-transaction", .transaction)

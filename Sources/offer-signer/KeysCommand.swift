@@ -44,7 +44,9 @@ enum KeysCommand {
         } catch let error as CryptoError {
             throw CommandError("\(file): subscriptionOffersKeyPair.privateKey: \(error.message)")
         }
-        let out = directory.hasSuffix("/") ? "\(directory)SubscriptionKey_\(keyId).p8" : "\(directory)/SubscriptionKey_\(keyId).p8"
+        let out =
+            directory.hasSuffix("/")
+            ? "\(directory)SubscriptionKey_\(keyId).p8" : "\(directory)/SubscriptionKey_\(keyId).p8"
         try PrivateKeyFile.writeNew(path: out, contents: try key.pkcs8PEM())
         Console.out("key ID: \(keyId)\nwrote \(out) (mode 0600)")
         return 0
@@ -52,6 +54,8 @@ enum KeysCommand {
 
     static func isSafeKeyId(_ keyId: String) -> Bool {
         (1...64).contains(keyId.utf8.count)
-            && keyId.utf8.allSatisfy { ($0 >= 0x30 && $0 <= 0x39) || ($0 >= 0x41 && $0 <= 0x5A) || ($0 >= 0x61 && $0 <= 0x7A) }
+            && keyId.utf8.allSatisfy {
+                ($0 >= 0x30 && $0 <= 0x39) || ($0 >= 0x41 && $0 <= 0x5A) || ($0 >= 0x61 && $0 <= 0x7A)
+            }
     }
 }

@@ -70,7 +70,8 @@ enum ServeCommand {
             let config = try ServerConfig.load(path: path)
             return (config, try OfferCatalog.load(config))
         } catch {
-            throw CommandError("invalid configuration \(path):\n" + error.errors.map { "  \($0)" }.joined(separator: "\n"))
+            throw CommandError(
+                "invalid configuration \(path):\n" + error.errors.map { "  \($0)" }.joined(separator: "\n"))
         }
     }
 }

@@ -59,7 +59,8 @@ enum SignCommand {
             writer.member("signature", try OfferSignatures.legacySignature(offer, key: key.key))
             if let token { writer.member("appAccountToken", token.lowercased()) }
         default:
-            throw UsageError("unknown signature kind '\(kind)': promotional-offer, introductory-offer-eligibility or legacy")
+            throw UsageError(
+                "unknown signature kind '\(kind)': promotional-offer, introductory-offer-eligibility or legacy")
         }
         writer.endObject()
         Console.out(String(decoding: writer.bytes, as: UTF8.self))
@@ -73,7 +74,8 @@ enum SignCommand {
         let issuerId = issuerRequired ? try options.required("issuer-id") : ""
         if issuerRequired && !ServerConfig.isUUID(issuerId) { throw UsageError("--issuer-id must be a UUID") }
         do {
-            return OfferSigningKey(issuerId: issuerId, keyId: keyId, key: try PrivateKeyFile.load(path: options.required("key")))
+            return OfferSigningKey(
+                issuerId: issuerId, keyId: keyId, key: try PrivateKeyFile.load(path: options.required("key")))
         } catch let error as CryptoError {
             throw CommandError(error.message)
         }

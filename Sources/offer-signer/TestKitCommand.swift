@@ -56,7 +56,9 @@ enum TestKitCommand {
         } catch {
             throw CommandError("\(payloadPath): payload is not valid JSON: \(error.description)")
         }
-        guard case .object(var fields) = payload else { throw CommandError("\(payloadPath): payload must be an object") }
+        guard case .object(var fields) = payload else {
+            throw CommandError("\(payloadPath): payload must be an object")
+        }
         if fields["signedDate"] == nil { fields["signedDate"] = .int(SystemClock.nowMilliseconds()) }
         if kind == "app-transaction", fields["receiptType"] == nil, fields["environment"] != nil {
             throw CommandError("an app transaction names its environment in \"receiptType\", not \"environment\"")
@@ -66,7 +68,8 @@ enum TestKitCommand {
         let certificates = try (xcode ? ["xcode.cer"] : ["leaf.cer", "intermediate.cer", "root.cer"]).map {
             (name: String) throws -> [UInt8] in
             guard let der = FileBytes.read("\(directory)/\(name)") else {
-                throw CommandError("\(directory)/\(name): cannot read; run `offer-signer testkit ca --out \(directory)`")
+                throw CommandError(
+                    "\(directory)/\(name): cannot read; run `offer-signer testkit ca --out \(directory)`")
             }
             return der
         }

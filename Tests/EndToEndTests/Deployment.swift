@@ -67,7 +67,9 @@ struct Deployment {
                 [
                     "bundleId": Self.localBundleId, "issuerId": Self.issuerId, "localTesting": true,
                     "keys": [["keyId": "E2EKEY0001", "privateKeyFile": "SubscriptionKey_E2EKEY0001.p8"]],
-                    "offers": [["id": "local_offer", "type": "promotional", "productIds": ["com.example.pro.monthly"]]],
+                    "offers": [
+                        ["id": "local_offer", "type": "promotional", "productIds": ["com.example.pro.monthly"]]
+                    ],
                 ],
                 [
                     "bundleId": Self.appleFixtureBundleId, "issuerId": Self.issuerId,
@@ -94,12 +96,15 @@ struct Deployment {
         try SignedDataFactory.sign(
             SignedDataFactory.subscriptionTransaction(
                 bundleId: bundleId, originalTransactionId: originalTransactionId,
-                purchaseDate: now - (daysAgo + 30) * Self.dayMs, expiresDate: now - daysAgo * Self.dayMs, signedDate: now,
+                purchaseDate: now - (daysAgo + 30) * Self.dayMs, expiresDate: now - daysAgo * Self.dayMs,
+                signedDate: now,
                 environment: environment, overrides: overrides),
             certificates: factory.certificates, key: factory.key)
     }
 
-    func renewalInfo(originalTransactionId: String = "2000000000000001", overrides: [String: JSONValue]) throws -> String {
+    func renewalInfo(
+        originalTransactionId: String = "2000000000000001", overrides: [String: JSONValue]
+    ) throws -> String {
         try SignedDataFactory.sign(
             SignedDataFactory.renewalInfo(
                 originalTransactionId: originalTransactionId, autoRenewStatus: 0, signedDate: now, overrides: overrides),

@@ -33,10 +33,12 @@ final class ServerProcess: @unchecked Sendable {
             line.append(chunk)
         }
         let text = String(decoding: line, as: UTF8.self)
-        guard let range = text.range(of: "http://"), let url = URL(string: String(text[range.lowerBound...]).trimmingCharacters(in: .whitespacesAndNewlines))
+        guard let range = text.range(of: "http://"),
+            let url = URL(string: String(text[range.lowerBound...]).trimmingCharacters(in: .whitespacesAndNewlines))
         else {
             process.terminate()
-            throw ServerStartFailure(output: text + String(decoding: errorPipe.fileHandleForReading.availableData, as: UTF8.self))
+            throw ServerStartFailure(
+                output: text + String(decoding: errorPipe.fileHandleForReading.availableData, as: UTF8.self))
         }
         baseURL = url
     }
@@ -93,5 +95,7 @@ func runBinary(_ arguments: [String]) throws -> (Int32, String, String) {
     let outData = out.fileHandleForReading.readDataToEndOfFile()
     let errData = err.fileHandleForReading.readDataToEndOfFile()
     process.waitUntilExit()
-    return (process.terminationStatus, String(decoding: outData, as: UTF8.self), String(decoding: errData, as: UTF8.self))
+    return (
+        process.terminationStatus, String(decoding: outData, as: UTF8.self), String(decoding: errData, as: UTF8.self)
+    )
 }

@@ -24,16 +24,22 @@ struct VerifiedCustomerTests {
         #expect(server.stop() == 0)
     }
 
-    func promotionalRequest(_ signedTransaction: String, bundleId: String = Deployment.bundleId, offerId: String = "welcome_back")
+    func promotionalRequest(
+        _ signedTransaction: String, bundleId: String = Deployment.bundleId, offerId: String = "welcome_back"
+    )
         -> [String: Any]
     {
-        ["bundleId": bundleId, "productId": "com.example.pro.monthly", "offerId": offerId, "signedTransaction": signedTransaction]
+        [
+            "bundleId": bundleId, "productId": "com.example.pro.monthly", "offerId": offerId,
+            "signedTransaction": signedTransaction,
+        ]
     }
 
     @Test("a lapsed subscriber who meets the rules gets a JWS carrying the verified transactionId")
     func eligible() async throws {
         try await withServer { deployment, server in
-            let reply = try await server.post(promotional, promotionalRequest(try deployment.transaction(expiredDaysAgo: 40)))
+            let reply = try await server.post(
+                promotional, promotionalRequest(try deployment.transaction(expiredDaysAgo: 40)))
             #expect(reply.status == 200, "\(reply.text)")
             let claims = try deployment.verifiedClaims(try #require(reply.body["compactJWS"] as? String))
             #expect(claims["offerIdentifier"] == .string("welcome_back"))
@@ -46,14 +52,16 @@ struct VerifiedCustomerTests {
     @Test("a customer outside the rules gets 403 with the failed rule by name and code, no thresholds")
     func ineligibleWithReasons() async throws {
         try await withServer { deployment, server in
-            let recent = try await server.post(promotional, promotionalRequest(try deployment.transaction(expiredDaysAgo: 10)))
+            let recent = try await server.post(
+                promotional, promotionalRequest(try deployment.transaction(expiredDaysAgo: 10)))
             #expect(recent.status == 403)
             #expect(recent.errorCode == "not_eligible")
             #expect(recent.reasons == [["rule": "daysSinceExpiry", "code": "days_since_expiry_out_of_range"]])
             #expect(!recent.text.contains("30"))
             #expect(!recent.text.contains("observed"))
 
-            let active = try await server.post(promotional, promotionalRequest(try deployment.transaction(expiredDaysAgo: -5)))
+            let active = try await server.post(
+                promotional, promotionalRequest(try deployment.transaction(expiredDaysAgo: -5)))
             #expect(active.status == 403)
             #expect(active.reasons.contains(["rule": "subscriptionStatus", "code": "subscription_status_not_allowed"]))
         }
@@ -64,8 +72,10 @@ struct VerifiedCustomerTests {
         try await withServer { deployment, server in
             let reply = try await server.post(
                 promotional,
-                ["bundleId": Deployment.bundleId, "productId": "com.example.pro.monthly", "offerId": "welcome_back",
-                 "signedAppTransaction": try deployment.appTransaction()])
+                [
+                    "bundleId": Deployment.bundleId, "productId": "com.example.pro.monthly", "offerId": "welcome_back",
+                    "signedAppTransaction": try deployment.appTransaction(),
+                ])
             #expect(reply.status == 403)
             #expect(reply.reasons.first == ["rule": "subscriptionHistory", "code": "no_subscription_history"])
         }
@@ -86,7 +96,8 @@ struct VerifiedCustomerTests {
             signature[5] = signature[5] == UInt8(ascii: "A") ? UInt8(ascii: "B") : UInt8(ascii: "A")
             let badSignature = segments[0] + "." + segments[1] + "." + String(decoding: signature, as: UTF8.self)
 
-            let strangerCA = try SignedDataFactory.make(notBefore: deployment.now / 1000 - 86_400, notAfter: deployment.now / 1000 + 86_400)
+            let strangerCA = try SignedDataFactory.make(
+                notBefore: deployment.now / 1000 - 86_400, notAfter: deployment.now / 1000 + 86_400)
             let stranger = try strangerCA.sign(
                 SignedDataFactory.subscriptionTransaction(
                     bundleId: Deployment.bundleId, purchaseDate: 1, expiresDate: 2, signedDate: deployment.now))
@@ -95,8 +106,11 @@ struct VerifiedCustomerTests {
                     bundleId: Deployment.bundleId, purchaseDate: 1, expiresDate: 2, signedDate: deployment.now),
                 certificates: Array(deployment.factory.certificates.prefix(2)), key: deployment.factory.key)
             let noneHeader = Base64.encodeURL(Array(#"{"alg":"none"}"#.utf8)) + "." + segments[1] + "."
-            let hsHeader = Base64.encodeURL(Array(#"{"alg":"HS256","typ":"JWT"}"#.utf8)) + "." + segments[1] + "." + segments[2]
-            let garbageX5C = Base64.encodeURL(Array(#"{"alg":"ES256","x5c":["AAAA","BBBB","CCCC"]}"#.utf8)) + "." + segments[1] + "." + segments[2]
+            let hsHeader =
+                Base64.encodeURL(Array(#"{"alg":"HS256","typ":"JWT"}"#.utf8)) + "." + segments[1] + "." + segments[2]
+            let garbageX5C =
+                Base64.encodeURL(Array(#"{"alg":"ES256","x5c":["AAAA","BBBB","CCCC"]}"#.utf8)) + "." + segments[1] + "."
+                + segments[2]
 
             let cases: [(String, String, String)] = [
                 ("payload changed after signing", forged, "bad_signature"),
@@ -107,8 +121,14 @@ struct VerifiedCustomerTests {
                 ("alg HS256", hsHeader, "malformed"),
                 ("garbage x5c", garbageX5C, "malformed"),
                 ("not a JWS at all", "hello", "malformed"),
-                ("another app's transaction", try deployment.transaction(expiredDaysAgo: 40, bundleId: "com.other.app"), "wrong_app"),
-                ("a Production transaction where only Sandbox is allowed", try deployment.transaction(expiredDaysAgo: 40, environment: "Production"), "wrong_environment"),
+                (
+                    "another app's transaction",
+                    try deployment.transaction(expiredDaysAgo: 40, bundleId: "com.other.app"), "wrong_app"
+                ),
+                (
+                    "a Production transaction where only Sandbox is allowed",
+                    try deployment.transaction(expiredDaysAgo: 40, environment: "Production"), "wrong_environment"
+                ),
             ]
             for (name, token, reason) in cases {
                 let reply = try await server.post(promotional, promotionalRequest(token))
@@ -128,16 +148,20 @@ struct VerifiedCustomerTests {
                 try SignedDataFactory.sign(
                     SignedDataFactory.subscriptionTransaction(
                         bundleId: bundleId, purchaseDate: deployment.now - 60 * Deployment.dayMs,
-                        expiresDate: deployment.now - 40 * Deployment.dayMs, signedDate: deployment.now, environment: "Xcode"),
+                        expiresDate: deployment.now - 40 * Deployment.dayMs, signedDate: deployment.now,
+                        environment: "Xcode"),
                     certificates: deployment.xcode.certificates, key: deployment.xcode.key)
             }
-            let refused = try await server.post(promotional, promotionalRequest(try xcodeTransaction(Deployment.bundleId)))
+            let refused = try await server.post(
+                promotional, promotionalRequest(try xcodeTransaction(Deployment.bundleId)))
             #expect(refused.status == 400)
             #expect(refused.errorReason == "wrong_environment")
 
             let local = try await server.post(
                 promotional,
-                promotionalRequest(try xcodeTransaction(Deployment.localBundleId), bundleId: Deployment.localBundleId, offerId: "local_offer"))
+                promotionalRequest(
+                    try xcodeTransaction(Deployment.localBundleId), bundleId: Deployment.localBundleId,
+                    offerId: "local_offer"))
             #expect(local.status == 200, "\(local.text)")
             _ = try deployment.verifiedClaims(try #require(local.body["compactJWS"] as? String))
 
@@ -145,7 +169,8 @@ struct VerifiedCustomerTests {
             let pretending = try await server.post(
                 promotional,
                 promotionalRequest(
-                    try deployment.transaction(expiredDaysAgo: 40, bundleId: Deployment.localBundleId, environment: "Xcode"),
+                    try deployment.transaction(
+                        expiredDaysAgo: 40, bundleId: Deployment.localBundleId, environment: "Xcode"),
                     bundleId: Deployment.localBundleId, offerId: "local_offer"))
             #expect(pretending.status == 400)
         }
@@ -153,11 +178,14 @@ struct VerifiedCustomerTests {
 
     @Test("Apple's real signed transaction verifies against Apple's root; one changed byte is refused")
     func realAppleFixture() async throws {
-        let path = ServerProcess.packageRoot.appendingPathComponent("Tests/Fixtures/apple/sandbox-consumable-transaction.jws")
-        let token = String(decoding: try Data(contentsOf: path), as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+        let path = ServerProcess.packageRoot.appendingPathComponent(
+            "Tests/Fixtures/apple/sandbox-consumable-transaction.jws")
+        let token = String(decoding: try Data(contentsOf: path), as: UTF8.self).trimmingCharacters(
+            in: .whitespacesAndNewlines)
         try await withServer { _, server in
             let request: [String: Any] = [
-                "bundleId": Deployment.appleFixtureBundleId, "productId": "gh_super_good_ticket_1", "offerId": "gh_offer",
+                "bundleId": Deployment.appleFixtureBundleId, "productId": "gh_super_good_ticket_1",
+                "offerId": "gh_offer",
                 "signedTransaction": token,
             ]
             let reply = try await server.post(promotional, request)
@@ -181,8 +209,11 @@ struct VerifiedCustomerTests {
         try await withServer { deployment, server in
             let path = "v1/signatures/introductory-offer-eligibility"
             let newcomer = try await server.post(
-                path, ["bundleId": Deployment.bundleId, "productId": "com.example.pro.monthly",
-                       "signedAppTransaction": try deployment.appTransaction()])
+                path,
+                [
+                    "bundleId": Deployment.bundleId, "productId": "com.example.pro.monthly",
+                    "signedAppTransaction": try deployment.appTransaction(),
+                ])
             #expect(newcomer.status == 200, "\(newcomer.text)")
             #expect(newcomer.body["allowIntroductoryOffer"] as? Bool == true)
             let claims = try deployment.verifiedClaims(try #require(newcomer.body["compactJWS"] as? String))
@@ -191,14 +222,18 @@ struct VerifiedCustomerTests {
             #expect(claims["aud"] == .string("introductory-offer-eligibility"))
 
             let former = try await server.post(
-                path, ["bundleId": Deployment.bundleId, "productId": "com.example.pro.monthly",
-                       "signedTransaction": try deployment.transaction(expiredDaysAgo: 3)])
+                path,
+                [
+                    "bundleId": Deployment.bundleId, "productId": "com.example.pro.monthly",
+                    "signedTransaction": try deployment.transaction(expiredDaysAgo: 3),
+                ])
             #expect(former.status == 200)
             #expect(former.body["allowIntroductoryOffer"] as? Bool == false)
             let formerClaims = try deployment.verifiedClaims(try #require(former.body["compactJWS"] as? String))
             #expect(formerClaims["allowIntroductoryOffer"] == .bool(false))
 
-            let missing = try await server.post(path, ["bundleId": Deployment.bundleId, "productId": "com.example.pro.monthly"])
+            let missing = try await server.post(
+                path, ["bundleId": Deployment.bundleId, "productId": "com.example.pro.monthly"])
             #expect(missing.status == 400)
         }
     }
@@ -211,8 +246,11 @@ struct VerifiedCustomerTests {
             ])
             let reply = try await server.post(
                 "v1/eligibility",
-                ["bundleId": Deployment.bundleId, "signedTransaction": try deployment.transaction(expiredDaysAgo: 40),
-                 "signedRenewalInfo": renewal])
+                [
+                    "bundleId": Deployment.bundleId,
+                    "signedTransaction": try deployment.transaction(expiredDaysAgo: 40),
+                    "signedRenewalInfo": renewal,
+                ])
             #expect(reply.status == 200, "\(reply.text)")
             let promotional = reply.body["promotionalOffers"] as? [[String: String]]
             #expect(promotional == [["offerId": "welcome_back", "productId": "com.example.pro.monthly"]])
@@ -222,12 +260,16 @@ struct VerifiedCustomerTests {
 
             let mismatched = try await server.post(
                 "v1/eligibility",
-                ["bundleId": Deployment.bundleId, "signedTransaction": try deployment.transaction(expiredDaysAgo: 40),
-                 "signedRenewalInfo": try deployment.renewalInfo(originalTransactionId: "999", overrides: [:])])
+                [
+                    "bundleId": Deployment.bundleId,
+                    "signedTransaction": try deployment.transaction(expiredDaysAgo: 40),
+                    "signedRenewalInfo": try deployment.renewalInfo(originalTransactionId: "999", overrides: [:]),
+                ])
             #expect(mismatched.status == 400)
             #expect(mismatched.errorCode == "untrusted_signed_data")
 
-            let alone = try await server.post("v1/eligibility", ["bundleId": Deployment.bundleId, "signedRenewalInfo": renewal])
+            let alone = try await server.post(
+                "v1/eligibility", ["bundleId": Deployment.bundleId, "signedRenewalInfo": renewal])
             #expect(alone.status == 400)
         }
     }

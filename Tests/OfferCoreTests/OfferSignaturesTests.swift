@@ -85,8 +85,10 @@ struct OfferSignaturesTests {
         #expect(text.count % 4 == 0)
         #expect(try key.publicKey.isValidSignature(der: der, for: offer.payload))
         var upper = offer.payload
-        upper = Array(String(decoding: upper, as: UTF8.self).replacingOccurrences(
-            of: "2a3b0b6e-3c2b-4e07-9a0c-5d8f6d7a1b2c", with: "2A3B0B6E-3C2B-4E07-9A0C-5D8F6D7A1B2C").utf8)
+        upper = Array(
+            String(decoding: upper, as: UTF8.self).replacingOccurrences(
+                of: "2a3b0b6e-3c2b-4e07-9a0c-5d8f6d7a1b2c", with: "2A3B0B6E-3C2B-4E07-9A0C-5D8F6D7A1B2C"
+            ).utf8)
         #expect(try !key.publicKey.isValidSignature(der: der, for: upper))
     }
 
@@ -95,14 +97,17 @@ struct OfferSignaturesTests {
         let key = OfferSigningKey(issuerId: "issuer", keyId: "KEY1234567", key: try testKey())
         for transactionId in [nil, "2000000847061981"] as [String?] {
             let jws = try OfferSignatures.promotionalOfferJWS(
-                PromotionalOfferClaims(bundleId: "b", productId: "p", offerIdentifier: "o", transactionId: transactionId),
+                PromotionalOfferClaims(
+                    bundleId: "b", productId: "p", offerIdentifier: "o", transactionId: transactionId),
                 key: key, issuedAt: 1_700_000_000, nonce: "368f3088-dcd5-41ef-b3c8-325096b39f46")
             let parts = try CompactJWS.decode(jws)
             #expect(try key.key.publicKey.isValidSignature(raw: parts.signature, for: parts.signingInput))
-            #expect(parts.header == .object(["alg": .string("ES256"), "kid": .string("KEY1234567"), "typ": .string("JWT")]))
+            #expect(
+                parts.header == .object(["alg": .string("ES256"), "kid": .string("KEY1234567"), "typ": .string("JWT")]))
             var claims: [String: JSONValue] = [
                 "iss": .string("issuer"), "iat": .int(1_700_000_000), "aud": .string("promotional-offer"),
-                "bid": .string("b"), "nonce": .string("368f3088-dcd5-41ef-b3c8-325096b39f46"), "productId": .string("p"),
+                "bid": .string("b"), "nonce": .string("368f3088-dcd5-41ef-b3c8-325096b39f46"),
+                "productId": .string("p"),
                 "offerIdentifier": .string("o"),
             ]
             if let transactionId { claims["transactionId"] = .string(transactionId) }
@@ -114,7 +119,8 @@ struct OfferSignaturesTests {
     func introductoryJWS(allow: Bool) throws {
         let key = OfferSigningKey(issuerId: "issuer", keyId: "KEY1234567", key: try testKey())
         let jws = try OfferSignatures.introductoryOfferEligibilityJWS(
-            IntroductoryOfferEligibilityClaims(bundleId: "b", productId: "p", allowIntroductoryOffer: allow, transactionId: "t"),
+            IntroductoryOfferEligibilityClaims(
+                bundleId: "b", productId: "p", allowIntroductoryOffer: allow, transactionId: "t"),
             key: key, issuedAt: 5, nonce: "n")
         let parts = try CompactJWS.decode(jws)
         #expect(try key.key.publicKey.isValidSignature(raw: parts.signature, for: parts.signingInput))

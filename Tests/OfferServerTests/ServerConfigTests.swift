@@ -71,32 +71,56 @@ struct ServerConfigTests {
         (#"{"apps": [], "listen": {"port": "80"}}"#, "$.listen.port", "expected an integer"),
         (#"{"apps": [], "listen": {"hots": "x"}}"#, "$.listen.hots", "unknown key"),
         (#"{"apps": [], "trust": {"rootCertificates": []}}"#, "$.trust.rootCertificates", "must not be empty"),
-        (#"{"apps": [], "trust": {"rootCertificates": ["a"], "environments": ["Xcode"]}}"#,
-         "$.trust.environments[0]", "unknown environment"),
+        (
+            #"{"apps": [], "trust": {"rootCertificates": ["a"], "environments": ["Xcode"]}}"#,
+            "$.trust.environments[0]", "unknown environment"
+        ),
         (#"{"apps": [1]}"#, "$.apps[0]", "expected an object"),
         (#"{"apps": [{"issuerId": "x", "keys": [], "offers": []}]}"#, "$.apps[0].bundleId", "is required"),
-        (#"{"apps": [{"bundleId": "b", "issuerId": "nope", "keys": [{"keyId": "K", "privateKeyFile": "k"}], "offers": []}]}"#,
-         "$.apps[0].issuerId", "expected a UUID"),
-        (#"{"apps": [{"bundleId": "b", "issuerId": "57246542-96fe-1a63-e053-0824d011072a", "keys": [{"keyId": "K/1", "privateKeyFile": "k"}], "offers": []}]}"#,
-         "$.apps[0].keys[0].keyId", "letters or digits"),
-        (#"{"apps": [{"bundleId": "b", "issuerId": "57246542-96fe-1a63-e053-0824d011072a", "keys": [{"keyId": "K", "privateKeyFile": "k"}, {"keyId": "K", "privateKeyFile": "j"}], "offers": []}]}"#,
-         "$.apps[0].keys[1].keyId", "duplicate keyId"),
-        (#"{"apps": [{"bundleId": "b", "issuerId": "57246542-96fe-1a63-e053-0824d011072a", "keys": [{"keyId": "K", "privateKeyFile": "k"}], "activeKeyId": "Z", "offers": []}]}"#,
-         "$.apps[0].activeKeyId", "no key with keyId Z"),
-        (#"{"apps": [{"bundleId": "b", "issuerId": "57246542-96fe-1a63-e053-0824d011072a", "keys": [{"keyId": "K", "privateKeyFile": "k"}], "offers": [{"id": "o", "type": "coupon", "productIds": ["p"]}]}]}"#,
-         "$.apps[0].offers[0].type", "unknown offer type"),
-        (#"{"apps": [{"bundleId": "b", "issuerId": "57246542-96fe-1a63-e053-0824d011072a", "keys": [{"keyId": "K", "privateKeyFile": "k"}], "offers": [{"id": "o", "type": "promotional", "productIds": ["p", "p"]}]}]}"#,
-         "$.apps[0].offers[0].productIds[1]", "duplicate value"),
-        (#"{"apps": [{"bundleId": "b", "issuerId": "57246542-96fe-1a63-e053-0824d011072a", "keys": [{"keyId": "K", "privateKeyFile": "k"}], "offers": [{"id": "o", "type": "promotional", "productIds": ["p"], "eligibility": {"daysSinceExpiry": {"min": "30"}}}]}]}"#,
-         "$.apps[0].offers[0].eligibility.daysSinceExpiry.min", ""),
-        (#"{"apps": [{"bundleId": "b", "issuerId": "57246542-96fe-1a63-e053-0824d011072a", "keys": [{"keyId": "K", "privateKeyFile": "k"}], "offers": [{"id": "o", "type": "promotional", "productIds": ["p"], "eligibility": {"all": [{"subscriptionStatus": ["expired"]}, {"storefront": ["USA"]}]}}]}]}"#,
-         "$.apps[0].offers[0].eligibility.all[1].storefront", "did you mean \"storefronts\""),
-        (#"{"apps": [{"bundleId": "b", "issuerId": "57246542-96fe-1a63-e053-0824d011072a", "keys": [{"keyId": "K", "privateKeyFile": "k"}], "offers": [{"id": "o", "type": "promotional", "productIds": ["p"], "activeFrom": "tomorrow"}]}]}"#,
-         "$.apps[0].offers[0].activeFrom", ""),
-        (#"{"apps": [{"bundleId": "b", "issuerId": "57246542-96fe-1a63-e053-0824d011072a", "keys": [{"keyId": "K", "privateKeyFile": "k"}], "offers": [{"id": "o", "type": "promotional", "productIds": ["p"], "limits": {"total": 5}}]}]}"#,
-         "$.apps[0].offers[0].limits", "unknown key"),
-        (#"{"apps": [{"bundleId": "b", "issuerId": "57246542-96fe-1a63-e053-0824d011072a", "keys": [{"keyId": "K", "privateKeyFile": "k"}], "offers": [{"id": "o", "type": "promotional", "productIds": ["p"]}, {"id": "o", "type": "winBack", "productIds": ["p"]}]}]}"#,
-         "$.apps[0].offers[1].id", "duplicate offer id"),
+        (
+            #"{"apps": [{"bundleId": "b", "issuerId": "nope", "keys": [{"keyId": "K", "privateKeyFile": "k"}], "offers": []}]}"#,
+            "$.apps[0].issuerId", "expected a UUID"
+        ),
+        (
+            #"{"apps": [{"bundleId": "b", "issuerId": "57246542-96fe-1a63-e053-0824d011072a", "keys": [{"keyId": "K/1", "privateKeyFile": "k"}], "offers": []}]}"#,
+            "$.apps[0].keys[0].keyId", "letters or digits"
+        ),
+        (
+            #"{"apps": [{"bundleId": "b", "issuerId": "57246542-96fe-1a63-e053-0824d011072a", "keys": [{"keyId": "K", "privateKeyFile": "k"}, {"keyId": "K", "privateKeyFile": "j"}], "offers": []}]}"#,
+            "$.apps[0].keys[1].keyId", "duplicate keyId"
+        ),
+        (
+            #"{"apps": [{"bundleId": "b", "issuerId": "57246542-96fe-1a63-e053-0824d011072a", "keys": [{"keyId": "K", "privateKeyFile": "k"}], "activeKeyId": "Z", "offers": []}]}"#,
+            "$.apps[0].activeKeyId", "no key with keyId Z"
+        ),
+        (
+            #"{"apps": [{"bundleId": "b", "issuerId": "57246542-96fe-1a63-e053-0824d011072a", "keys": [{"keyId": "K", "privateKeyFile": "k"}], "offers": [{"id": "o", "type": "coupon", "productIds": ["p"]}]}]}"#,
+            "$.apps[0].offers[0].type", "unknown offer type"
+        ),
+        (
+            #"{"apps": [{"bundleId": "b", "issuerId": "57246542-96fe-1a63-e053-0824d011072a", "keys": [{"keyId": "K", "privateKeyFile": "k"}], "offers": [{"id": "o", "type": "promotional", "productIds": ["p", "p"]}]}]}"#,
+            "$.apps[0].offers[0].productIds[1]", "duplicate value"
+        ),
+        (
+            #"{"apps": [{"bundleId": "b", "issuerId": "57246542-96fe-1a63-e053-0824d011072a", "keys": [{"keyId": "K", "privateKeyFile": "k"}], "offers": [{"id": "o", "type": "promotional", "productIds": ["p"], "eligibility": {"daysSinceExpiry": {"min": "30"}}}]}]}"#,
+            "$.apps[0].offers[0].eligibility.daysSinceExpiry.min", ""
+        ),
+        (
+            #"{"apps": [{"bundleId": "b", "issuerId": "57246542-96fe-1a63-e053-0824d011072a", "keys": [{"keyId": "K", "privateKeyFile": "k"}], "offers": [{"id": "o", "type": "promotional", "productIds": ["p"], "eligibility": {"all": [{"subscriptionStatus": ["expired"]}, {"storefront": ["USA"]}]}}]}]}"#,
+            "$.apps[0].offers[0].eligibility.all[1].storefront", "did you mean \"storefronts\""
+        ),
+        (
+            #"{"apps": [{"bundleId": "b", "issuerId": "57246542-96fe-1a63-e053-0824d011072a", "keys": [{"keyId": "K", "privateKeyFile": "k"}], "offers": [{"id": "o", "type": "promotional", "productIds": ["p"], "activeFrom": "tomorrow"}]}]}"#,
+            "$.apps[0].offers[0].activeFrom", ""
+        ),
+        (
+            #"{"apps": [{"bundleId": "b", "issuerId": "57246542-96fe-1a63-e053-0824d011072a", "keys": [{"keyId": "K", "privateKeyFile": "k"}], "offers": [{"id": "o", "type": "promotional", "productIds": ["p"], "limits": {"total": 5}}]}]}"#,
+            "$.apps[0].offers[0].limits", "unknown key"
+        ),
+        (
+            #"{"apps": [{"bundleId": "b", "issuerId": "57246542-96fe-1a63-e053-0824d011072a", "keys": [{"keyId": "K", "privateKeyFile": "k"}], "offers": [{"id": "o", "type": "promotional", "productIds": ["p"]}, {"id": "o", "type": "winBack", "productIds": ["p"]}]}]}"#,
+            "$.apps[0].offers[1].id", "duplicate offer id"
+        ),
         ("{\"apps\": [] ", "$", "not valid JSON"),
     ]
 
