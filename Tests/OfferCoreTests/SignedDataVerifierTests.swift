@@ -1,0 +1,171 @@
+import Foundation
+import OfferCrypto
+import OfferTesting
+import Testing
+
+@testable import OfferCore
+
+@Suite("App Store signed data is verified as Apple's SignedDataVerifier does")
+struct SignedDataVerifierTests {
+    static let now: Int64 = 1_796_000_000_000
+    static let bundleId = "com.example.app"
+
+    static func fixture(_ name: String) throws -> [UInt8] {
+        let url = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .appendingPathComponent("Fixtures/apple/\(name)")
+        return Array(try Data(contentsOf: url))
+    }
+
+    func makeFactory() throws -> SignedDataFactory {
+        try SignedDataFactory.make(notBefore: Self.now / 1000 - 86_400, notAfter: Self.now / 1000 + 86_400)
+    }
+
+    func transaction(signedDate: Int64 = now, bundleId: String = bundleId, environment: String = "Sandbox") -> JSONValue
+    {
+        SignedDataFactory.subscriptionTransaction(
+            bundleId: bundleId, purchaseDate: signedDate - 1000, expiresDate: signedDate + 1000, signedDate: signedDate,
+            environment: environment)
+    }
+
+    @Test("Apple's real sandbox transaction verifies against Apple Root CA - G3")
+    func realAppleTransaction() throws {
+        let root = try Certificate(der: try Self.fixture("AppleRootCA-G3.cer"))
+        let verifier = SignedDataVerifier(trustedRoots: [root], allowedEnvironments: ["Sandbox"])
+        let token = String(decoding: try Self.fixture("sandbox-consumable-transaction.jws"), as: UTF8.self)
+            .trimmingCharacters(in: .whitespacesAndNewlines)
+        let payload = try verifier.verify(token, kind: .transaction, bundleId: "com.goodheartapp")
+        #expect(payload["transactionId"] == .string("2000000847061981"))
+        #expect(payload["productId"] == .string("gh_super_good_ticket_1"))
+        #expect(verifier.cachedChainCount == 1)
+        #expect(throws: SignedDataError(.wrongApp, "signed data is for another app")) {
+            _ = try verifier.verify(token, kind: .transaction, bundleId: "com.example.app")
+        }
+        let productionOnly = SignedDataVerifier(trustedRoots: [root], allowedEnvironments: ["Production"])
+        #expect {
+            _ = try productionOnly.verify(token, kind: .transaction, bundleId: "com.goodheartapp")
+        } throws: { ($0 as? SignedDataError)?.reason == .wrongEnvironment }
+    }
+
+    @Test("one changed byte anywhere in Apple's real transaction fails", arguments: [10, 1500, 3000, -10])
+    func realAppleTransactionTampered(offset: Int) throws {
+        let root = try Certificate(der: try Self.fixture("AppleRootCA-G3.cer"))
+        let verifier = SignedDataVerifier(trustedRoots: [root], allowedEnvironments: ["Sandbox"])
+        var bytes = Array(
+            String(decoding: try Self.fixture("sandbox-consumable-transaction.jws"), as: UTF8.self)
+                .trimmingCharacters(in: .whitespacesAndNewlines).utf8)
+        let index = offset >= 0 ? offset : bytes.count + offset
+        try #require(bytes[index] != UInt8(ascii: "."))
+        bytes[index] = bytes[index] == UInt8(ascii: "A") ? UInt8(ascii: "B") : UInt8(ascii: "A")
+        #expect(throws: SignedDataError.self) {
+            _ = try verifier.verify(
+                String(decoding: bytes, as: UTF8.self), kind: .transaction, bundleId: "com.goodheartapp")
+        }
+    }
+
+    @Test("the chain is checked at signedDate: data signed while the leaf was valid verifies later too")
+    func validationTimeIsSignedDate() throws {
+        let factory = try makeFactory()
+        let verifier = SignedDataVerifier(trustedRoots: [factory.root.certificate], allowedEnvironments: ["Sandbox"])
+        #expect(throws: Never.self) {
+            _ = try verifier.verify(try factory.sign(transaction()), kind: .transaction, bundleId: Self.bundleId)
+        }
+        let afterExpiry = transaction(signedDate: Self.now + 2 * 86_400_000)
+        #expect {
+            _ = try verifier.verify(try factory.sign(afterExpiry), kind: .transaction, bundleId: Self.bundleId)
+        } throws: { ($0 as? SignedDataError)?.reason == .untrustedChain }
+    }
+
+    @Test("verified chains are cached and the cache is bounded")
+    func cache() throws {
+        let factories = try (0..<3).map { _ in try makeFactory() }
+        let verifier = SignedDataVerifier(
+            trustedRoots: factories.map(\.root.certificate), allowedEnvironments: ["Sandbox"], cacheCapacity: 2)
+        for factory in factories {
+            for _ in 0..<3 {
+                _ = try verifier.verify(try factory.sign(transaction()), kind: .transaction, bundleId: Self.bundleId)
+            }
+        }
+        #expect(verifier.cachedChainCount == 2)
+        // A cached chain still needs a valid signature over the data.
+        let token = try factories[2].sign(transaction())
+        let forged = token.dropLast(3) + (token.hasSuffix("AAA") ? "BBB" : "AAA")
+        #expect {
+            _ = try verifier.verify(String(forged), kind: .transaction, bundleId: Self.bundleId)
+        } throws: { ($0 as? SignedDataError)?.reason == .badSignature }
+    }
+
+    @Test("Xcode data verifies only when local testing is allowed, and only as Xcode data")
+    func localTesting() throws {
+        let factory = try makeFactory()
+        let verifier = SignedDataVerifier(trustedRoots: [factory.root.certificate], allowedEnvironments: ["Sandbox"])
+        let xcode = try factory.signForLocalTesting(transaction(environment: "Xcode"))
+        #expect {
+            _ = try verifier.verify(xcode, kind: .transaction, bundleId: Self.bundleId)
+        } throws: { ($0 as? SignedDataError)?.reason == .wrongEnvironment }
+        let payload = try verifier.verify(xcode, kind: .transaction, bundleId: Self.bundleId, allowLocalTesting: true)
+        #expect(payload["environment"] == .string("Xcode"))
+        // A self-signed certificate claiming Sandbox is no App Store chain, local testing or not.
+        let sandboxClaim = try factory.signForLocalTesting(transaction(environment: "Sandbox"))
+        #expect(throws: SignedDataError.self) {
+            _ = try verifier.verify(sandboxClaim, kind: .transaction, bundleId: Self.bundleId, allowLocalTesting: true)
+        }
+    }
+
+    @Test("renewal info needs no bundleId, but one that is present must match")
+    func renewalInfoBundle() throws {
+        let factory = try makeFactory()
+        let verifier = SignedDataVerifier(trustedRoots: [factory.root.certificate], allowedEnvironments: ["Sandbox"])
+        let renewal = try factory.sign(SignedDataFactory.renewalInfo(signedDate: Self.now))
+        #expect(throws: Never.self) { _ = try verifier.verify(renewal, kind: .renewalInfo, bundleId: Self.bundleId) }
+        let foreign = try factory.sign(SignedDataFactory.renewalInfo(bundleId: "com.other", signedDate: Self.now))
+        #expect {
+            _ = try verifier.verify(foreign, kind: .renewalInfo, bundleId: Self.bundleId)
+        } throws: { ($0 as? SignedDataError)?.reason == .wrongApp }
+        let transactionWithoutBundle = try factory.sign(
+            SignedDataFactory.subscriptionTransaction(
+                bundleId: Self.bundleId, purchaseDate: 1, expiresDate: 2, signedDate: Self.now,
+                overrides: ["bundleId": .null]))
+        #expect(throws: SignedDataError.self) {
+            _ = try verifier.verify(transactionWithoutBundle, kind: .transaction, bundleId: Self.bundleId)
+        }
+    }
+
+    @Test("an app transaction's environment is its receiptType")
+    func appTransactionEnvironment() throws {
+        let factory = try makeFactory()
+        let verifier = SignedDataVerifier(trustedRoots: [factory.root.certificate], allowedEnvironments: ["Production"])
+        let sandbox = try factory.sign(SignedDataFactory.appTransaction(bundleId: Self.bundleId, signedDate: Self.now))
+        #expect {
+            _ = try verifier.verify(sandbox, kind: .appTransaction, bundleId: Self.bundleId)
+        } throws: { ($0 as? SignedDataError)?.reason == .wrongEnvironment }
+        let production = try factory.sign(
+            SignedDataFactory.appTransaction(bundleId: Self.bundleId, signedDate: Self.now, environment: "Production"))
+        #expect(throws: Never.self) {
+            _ = try verifier.verify(production, kind: .appTransaction, bundleId: Self.bundleId)
+        }
+    }
+
+    @Test("missing signedDate, non-ES256 alg and broken x5c are malformed")
+    func malformed() throws {
+        let factory = try makeFactory()
+        let verifier = SignedDataVerifier(trustedRoots: [factory.root.certificate], allowedEnvironments: ["Sandbox"])
+        let certificates = [factory.leaf.der, factory.intermediate.der, factory.root.der]
+        let cases = [
+            try SignedDataFactory.sign(
+                SignedDataFactory.subscriptionTransaction(
+                    bundleId: Self.bundleId, purchaseDate: 1, expiresDate: 2, signedDate: Self.now,
+                    overrides: ["signedDate": .null]),
+                certificates: certificates, key: factory.leaf.key),
+            try SignedDataFactory.sign(transaction(), certificates: certificates, key: factory.leaf.key, alg: "ES384"),
+            try SignedDataFactory.sign(transaction(), certificates: [[1, 2, 3], [4], [5]], key: factory.leaf.key),
+            try SignedDataFactory.sign(
+                transaction(), certificates: certificates + [factory.root.der], key: factory.leaf.key),
+            "a.b", "..", "",
+        ]
+        for token in cases {
+            #expect {
+                _ = try verifier.verify(token, kind: .transaction, bundleId: Self.bundleId)
+            } throws: { ($0 as? SignedDataError)?.reason == .malformed }
+        }
+    }
+}
