@@ -7,6 +7,7 @@ let package = Package(
         .executable(name: "offer-signer", targets: ["offer-signer"]),
         .library(name: "OfferCrypto", targets: ["OfferCrypto"]),
         .library(name: "OfferCore", targets: ["OfferCore"]),
+        .library(name: "OfferStore", targets: ["OfferStore"]),
         .library(name: "OfferServer", targets: ["OfferServer"]),
         .library(name: "OfferTesting", targets: ["OfferTesting"]),
     ],
@@ -16,14 +17,18 @@ let package = Package(
         .systemLibrary(name: "CSQLite", pkgConfig: "sqlite3", providers: [.apt(["libsqlite3-dev"])]),
         .target(name: "OfferCrypto", dependencies: ["COpenSSL"]),
         .target(name: "OfferCore", dependencies: ["OfferCrypto"]),
-        .target(name: "OfferServer", dependencies: ["OfferCore", "OfferCrypto", "CMicroHTTPD"]),
+        .target(name: "OfferStore", dependencies: ["CSQLite"]),
+        .target(name: "OfferServer", dependencies: ["OfferCore", "OfferCrypto", "OfferStore", "CMicroHTTPD"]),
         .target(name: "OfferTesting", dependencies: ["OfferCore", "OfferCrypto", "COpenSSL"]),
         .executableTarget(
-            name: "offer-signer", dependencies: ["OfferServer", "OfferCore", "OfferCrypto", "OfferTesting"]),
+            name: "offer-signer",
+            dependencies: ["OfferServer", "OfferStore", "OfferCore", "OfferCrypto", "OfferTesting"]),
         .testTarget(name: "OfferCryptoTests", dependencies: ["OfferCrypto", "OfferTesting"]),
         .testTarget(name: "OfferCoreTests", dependencies: ["OfferCore", "OfferCrypto", "OfferTesting"]),
         .testTarget(
-            name: "OfferServerTests", dependencies: ["OfferServer", "OfferCore", "OfferCrypto", "OfferTesting"]),
+            name: "OfferServerTests",
+            dependencies: ["OfferServer", "OfferStore", "OfferCore", "OfferCrypto", "OfferTesting"]),
+        .testTarget(name: "OfferStoreTests", dependencies: ["OfferStore"]),
         .testTarget(name: "EndToEndTests", dependencies: ["OfferCore", "OfferCrypto", "OfferTesting"]),
     ]
 )

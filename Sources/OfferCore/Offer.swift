@@ -19,13 +19,15 @@ public struct Offer: Sendable {
     public var requiresVerifiedCustomer: Bool
     /// When set, Apple's rule for promotional offers requires history in this subscription group.
     public var subscriptionGroupId: String?
+    /// How many signatures the offer may have; enforced by the server's ledger.
+    public var limits: OfferLimits?
     /// JSON path of the offer in the configuration, for explanations.
     public var path: String
 
     public init(
         id: String, kind: Kind, productIds: [String], eligibility: EligibilityRule? = nil,
         activeWindow: ActiveWindow = ActiveWindow(from: nil, until: nil), requiresVerifiedCustomer: Bool = true,
-        subscriptionGroupId: String? = nil, path: String = "$"
+        subscriptionGroupId: String? = nil, limits: OfferLimits? = nil, path: String = "$"
     ) {
         self.id = id
         self.kind = kind
@@ -34,6 +36,20 @@ public struct Offer: Sendable {
         self.activeWindow = activeWindow
         self.requiresVerifiedCustomer = requiresVerifiedCustomer
         self.subscriptionGroupId = subscriptionGroupId
+        self.limits = limits
         self.path = path
+    }
+}
+
+/// Caps on the signatures of one promotional offer. Each signature is one purchase attempt.
+public struct OfferLimits: Sendable, Equatable {
+    /// Signatures one verified customer may get for this offer.
+    public var perCustomer: Int?
+    /// Signatures the offer may get in all.
+    public var total: Int?
+
+    public init(perCustomer: Int? = nil, total: Int? = nil) {
+        self.perCustomer = perCustomer
+        self.total = total
     }
 }

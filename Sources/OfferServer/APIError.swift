@@ -72,6 +72,10 @@ public struct APIError: Error, Sendable, Equatable {
         APIError(status: 503, code: "not_ready", message: message)
     }
 
+    public static let storageUnavailable = APIError(
+        status: 503, code: "storage_unavailable", message: "the ledger of issued signatures is unavailable; retry later"
+    )
+
     public static let internalError = APIError(
         status: 500, code: "internal_error", message: "the server failed to handle the request")
 

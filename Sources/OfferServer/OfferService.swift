@@ -1,5 +1,6 @@
 import OfferCore
 import OfferCrypto
+import OfferStore
 
 /// The HTTP API of the service, independent of the HTTP server: routes a complete request to its
 /// handler and maps every failure to a JSON error. Handlers are synchronous and share only immutable state.
@@ -10,16 +11,20 @@ public final class OfferService: Sendable {
     public typealias NonceSource = @Sendable () -> String
 
     let catalog: OfferCatalog
+    /// Records issued signatures and enforces offer `limits`; `nil` when no offer has limits.
+    let ledger: (any Ledger)?
     let clock: Clock
     let nonce: NonceSource
     let metrics: Metrics
     let log: Logger
 
     public init(
-        catalog: OfferCatalog, clock: @escaping Clock, nonce: @escaping NonceSource = SecureRandom.uuidV4,
-        metrics: Metrics = Metrics(), log: Logger = Logger(level: .info)
+        catalog: OfferCatalog, ledger: (any Ledger)? = nil, clock: @escaping Clock,
+        nonce: @escaping NonceSource = SecureRandom.uuidV4, metrics: Metrics = Metrics(),
+        log: Logger = Logger(level: .info)
     ) {
         self.catalog = catalog
+        self.ledger = ledger
         self.clock = clock
         self.nonce = nonce
         self.metrics = metrics
@@ -103,9 +108,16 @@ public final class OfferService: Sendable {
             }
             throw APIError.internalError
         }
-        metrics.recordDecision(kind: "promotional", eligible: true)
         let key = app.signingKey
         let nonce = nonce()
+        if let limits = offer.limits {
+            try reserve(
+                Reservation(
+                    bundleId: app.config.bundleId, offerId: offer.id, customerKey: customer?.facts.customerKey,
+                    nonce: nonce, keyId: key.keyId, format: format.rawValue, issuedAt: now),
+                limits: limits)
+        }
+        metrics.recordDecision(kind: "promotional", eligible: true)
         var writer = JSONWriter(capacity: 512)
         writer.beginObject()
         do {
@@ -135,6 +147,7 @@ public final class OfferService: Sendable {
             }
         } catch {
             log.error("signing failed for app \(app.config.bundleId) key \(key.keyId)")
+            if offer.limits != nil { try? ledger?.release(nonce: nonce) }
             throw APIError.internalError
         }
         writer.endObject()
@@ -230,9 +243,9 @@ public final class OfferService: Sendable {
         writer.beginArray()
         for offer in app.config.offers where offer.kind == .promotional {
             let products = offer.productIds.filter { productFilter?.contains($0) ?? true }
-            guard !products.isEmpty, OfferEvaluation.evaluate(offer, customer: customer, now: now).passed else {
-                continue
-            }
+            guard !products.isEmpty, OfferEvaluation.evaluate(offer, customer: customer, now: now).passed,
+                try withinLimits(offer, app: app, customer: customer)
+            else { continue }
             for productId in products {
                 writer.beginObject()
                 writer.member("offerId", offer.id)
@@ -262,6 +275,7 @@ public final class OfferService: Sendable {
 
     func readiness() -> HTTPResponse {
         guard !catalog.apps.isEmpty else { return APIError.notReady("no app is configured").response }
+        if let ledger, !ledger.isHealthy() { return APIError.notReady("the ledger does not answer").response }
         var writer = JSONWriter()
         writer.beginObject()
         writer.member("status", "ready")
@@ -350,6 +364,45 @@ public final class OfferService: Sendable {
         } catch {
             metrics.recordVerificationFailure(reason: error.reason.rawValue)
             throw APIError.untrustedSignedData(field: field, error)
+        }
+    }
+
+    /// Records a signature within the offer's limits, or refuses with the limit that was reached.
+    private func reserve(_ reservation: Reservation, limits: OfferLimits) throws(APIError) {
+        guard let ledger else { throw APIError.internalError }
+        let outcome: ReservationOutcome
+        do {
+            outcome = try ledger.reserve(
+                reservation, limits: ReservationLimits(perCustomer: limits.perCustomer, total: limits.total))
+        } catch {
+            log.error("ledger failure: \(error.description)")
+            throw APIError.storageUnavailable
+        }
+        switch outcome {
+        case .reserved: return
+        case .perCustomerLimitReached:
+            metrics.recordDecision(kind: "promotional", eligible: false)
+            throw APIError.notEligible([IneligibilityReason(rule: "limits", code: "per_customer_limit_reached")])
+        case .totalLimitReached:
+            metrics.recordDecision(kind: "promotional", eligible: false)
+            throw APIError.notEligible([IneligibilityReason(rule: "limits", code: "total_limit_reached")])
+        }
+    }
+
+    private func withinLimits(
+        _ offer: Offer, app: OfferCatalog.App, customer: VerifiedCustomer?
+    ) throws(APIError)
+        -> Bool
+    {
+        guard let limits = offer.limits else { return true }
+        guard let ledger else { throw APIError.internalError }
+        do {
+            return try ledger.wouldAllow(
+                bundleId: app.config.bundleId, offerId: offer.id, customerKey: customer?.facts.customerKey,
+                limits: ReservationLimits(perCustomer: limits.perCustomer, total: limits.total))
+        } catch {
+            log.error("ledger failure: \(error.description)")
+            throw APIError.storageUnavailable
         }
     }
 

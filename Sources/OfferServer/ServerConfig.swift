@@ -37,7 +37,16 @@ public struct ServerConfig: Sendable {
         public var offers: [Offer]
     }
 
+    /// Where the ledger of issued signatures lives; needed when an offer has `limits`.
+    public enum Storage: Sendable, Equatable {
+        case none
+        case memory
+        /// A SQLite file (path resolved).
+        case sqlite(String)
+    }
+
     public var listen = Listen()
+    public var storage = Storage.none
     public var trust = Trust()
     public var apps: [App] = []
 
@@ -55,6 +64,15 @@ public struct ServerConfig: Sendable {
         var config = ServerConfig()
         var root = ConfigReader(document, path: "$", errors: &errors)
         if let listen = root.value("listen") { config.listen = parseListen(listen, errors: &errors) }
+        if let storage = root.string("storage", required: false) {
+            if storage == "memory" {
+                config.storage = .memory
+            } else if storage.hasPrefix("sqlite:"), storage.count > "sqlite:".count {
+                config.storage = .sqlite(resolve(String(storage.dropFirst("sqlite:".count)), against: baseDirectory))
+            } else {
+                errors.append(ConfigError(path: "$.storage", "expected \"sqlite:PATH\" or \"memory\""))
+            }
+        }
         if let trust = root.value("trust") {
             config.trust = parseTrust(trust, baseDirectory: baseDirectory, errors: &errors)
         }
@@ -72,6 +90,17 @@ public struct ServerConfig: Sendable {
             }
         }
         root.finish(into: &errors)
+        if config.storage == .none,
+            let limited = config.apps.enumerated().lazy.compactMap({ app in
+                app.element.offers.firstIndex { $0.limits != nil }.map { (app.offset, $0) }
+            }).first
+        {
+            errors.append(
+                ConfigError(
+                    path: "$.storage",
+                    "is required because $.apps[\(limited.0)].offers[\(limited.1)] has limits: "
+                        + "use \"sqlite:PATH\" (or \"memory\" for tests)"))
+        }
         guard errors.isEmpty else { throw ConfigErrors(errors) }
         return config
     }
@@ -193,11 +222,37 @@ public struct ServerConfig: Sendable {
         }
         let requiresVerified = reader.bool("requiresVerifiedCustomer") ?? true
         let group = reader.string("subscriptionGroupId", required: false)
+        var limits: OfferLimits?
+        if let limitsValue = reader.value("limits") {
+            limits = parseLimits(limitsValue, path: "\(path).limits", errors: &errors)
+            if type != nil && type != .promotional {
+                errors.append(
+                    ConfigError(path: "\(path).limits", "only promotional offers are signed, so only they take limits"))
+            }
+            if limits?.perCustomer != nil && !requiresVerified {
+                errors.append(
+                    ConfigError(
+                        path: "\(path).limits.perCustomer",
+                        "needs a verified customer to count by; remove it or set requiresVerifiedCustomer to true"))
+            }
+        }
         reader.finish(into: &errors)
         guard let id, let type, let productIds else { return nil }
         return Offer(
             id: id, kind: type, productIds: productIds, eligibility: rule, activeWindow: window,
-            requiresVerifiedCustomer: requiresVerified, subscriptionGroupId: group, path: path)
+            requiresVerifiedCustomer: requiresVerified, subscriptionGroupId: group, limits: limits, path: path)
+    }
+
+    private static func parseLimits(_ value: JSONValue, path: String, errors: inout [ConfigError]) -> OfferLimits? {
+        var reader = ConfigReader(value, path: path, errors: &errors)
+        let perCustomer = reader.int("perCustomer", range: 1...1_000_000)
+        let total = reader.int("total", range: 1...1_000_000_000)
+        reader.finish(into: &errors)
+        if perCustomer == nil && total == nil {
+            errors.append(ConfigError(path: path, "set perCustomer, total or both"))
+            return nil
+        }
+        return OfferLimits(perCustomer: perCustomer, total: total)
     }
 
     static func resolve(_ path: String, against base: String) -> String {

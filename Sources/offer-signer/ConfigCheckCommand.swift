@@ -22,6 +22,11 @@ enum ConfigCheckCommand {
                 var detail = "\(offer.kind.rawValue) for \(offer.productIds.joined(separator: ", "))"
                 if offer.eligibility != nil { detail += "; rules" }
                 if !offer.requiresVerifiedCustomer { detail += "; unverified customers allowed" }
+                if let limits = offer.limits {
+                    detail += "; limits"
+                    if let perCustomer = limits.perCustomer { detail += " \(perCustomer) per customer" }
+                    if let total = limits.total { detail += " \(total) in all" }
+                }
                 lines.append("  offer \(offer.id): \(detail)")
             }
         }

@@ -1,6 +1,7 @@
 import OfferCore
 import OfferCrypto
 import OfferServer
+import OfferStore
 
 #if canImport(Glibc)
     import Glibc
@@ -44,7 +45,13 @@ enum ServeCommand {
         limits.threads = config.listen.threads
         limits.maxConnections = config.listen.maxConnections
         limits.idleTimeoutSeconds = config.listen.idleTimeoutSeconds
-        let service = OfferService(catalog: catalog, clock: SystemClock.nowMilliseconds, log: log)
+        let ledger: (any Ledger)?
+        do {
+            ledger = try config.storage.openLedger()
+        } catch {
+            throw CommandError(error.description)
+        }
+        let service = OfferService(catalog: catalog, ledger: ledger, clock: SystemClock.nowMilliseconds, log: log)
         let server = HTTPServer(limits: limits, handler: service.handle)
         do {
             try server.start(host: host, port: port)

@@ -39,6 +39,7 @@ struct Deployment {
         xcode = ([try der("xcode.cer")], try PrivateKeyFile.load(path: caDirectory + "/xcode.p8"))
         let appleRoot = ServerProcess.packageRoot.appendingPathComponent("Keys/apple/AppleRootCA-G3.cer").path
         let config: [String: Any] = [
+            "storage": "sqlite:ledger/offer-signer.sqlite",
             "trust": ["rootCertificates": ["ca/root.cer", appleRoot], "environments": environments],
             "apps": [
                 [
@@ -50,6 +51,10 @@ struct Deployment {
                             "eligibility": [
                                 "all": [["subscriptionStatus": ["expired"]], ["daysSinceExpiry": ["min": 30]]]
                             ],
+                        ],
+                        [
+                            "id": "once_only", "type": "promotional", "productIds": ["com.example.pro.monthly"],
+                            "limits": ["perCustomer": 1, "total": 2],
                         ],
                         [
                             "id": "wb_a", "type": "winBack", "productIds": ["com.example.pro.monthly"],

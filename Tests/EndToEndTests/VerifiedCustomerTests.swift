@@ -253,7 +253,11 @@ struct VerifiedCustomerTests {
                 ])
             #expect(reply.status == 200, "\(reply.text)")
             let promotional = reply.body["promotionalOffers"] as? [[String: String]]
-            #expect(promotional == [["offerId": "welcome_back", "productId": "com.example.pro.monthly"]])
+            #expect(
+                promotional == [
+                    ["offerId": "welcome_back", "productId": "com.example.pro.monthly"],
+                    ["offerId": "once_only", "productId": "com.example.pro.monthly"],
+                ])
             // wb_b requires storefront GBR; the customer is in USA. Apple's order is kept for the rest.
             let winBack = reply.body["winBackOffers"] as? [[String: String]]
             #expect(winBack == [["offerId": "wb_a", "productId": "com.example.pro.monthly"]])

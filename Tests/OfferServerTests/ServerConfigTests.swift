@@ -115,13 +115,37 @@ struct ServerConfigTests {
         ),
         (
             #"{"apps": [{"bundleId": "b", "issuerId": "57246542-96fe-1a63-e053-0824d011072a", "keys": [{"keyId": "K", "privateKeyFile": "k"}], "offers": [{"id": "o", "type": "promotional", "productIds": ["p"], "limits": {"total": 5}}]}]}"#,
-            "$.apps[0].offers[0].limits", "unknown key"
+            "$.storage", "is required because $.apps[0].offers[0] has limits"
         ),
         (
             #"{"apps": [{"bundleId": "b", "issuerId": "57246542-96fe-1a63-e053-0824d011072a", "keys": [{"keyId": "K", "privateKeyFile": "k"}], "offers": [{"id": "o", "type": "promotional", "productIds": ["p"]}, {"id": "o", "type": "winBack", "productIds": ["p"]}]}]}"#,
             "$.apps[0].offers[1].id", "duplicate offer id"
         ),
         ("{\"apps\": [] ", "$", "not valid JSON"),
+        (
+            #"{"storage": "postgres:x", "apps": [{"bundleId": "b", "issuerId": "57246542-96fe-1a63-e053-0824d011072a", "keys": [{"keyId": "K", "privateKeyFile": "k"}], "offers": [{"id": "o", "type": "promotional", "productIds": ["p"]}]}]}"#,
+            "$.storage", "expected \"sqlite:PATH\""
+        ),
+        (
+            #"{"storage": "memory", "apps": [{"bundleId": "b", "issuerId": "57246542-96fe-1a63-e053-0824d011072a", "keys": [{"keyId": "K", "privateKeyFile": "k"}], "offers": [{"id": "o", "type": "winBack", "productIds": ["p"], "limits": {"total": 5}}]}]}"#,
+            "$.apps[0].offers[0].limits", "only promotional offers"
+        ),
+        (
+            #"{"storage": "memory", "apps": [{"bundleId": "b", "issuerId": "57246542-96fe-1a63-e053-0824d011072a", "keys": [{"keyId": "K", "privateKeyFile": "k"}], "offers": [{"id": "o", "type": "promotional", "productIds": ["p"], "requiresVerifiedCustomer": false, "limits": {"perCustomer": 1}}]}]}"#,
+            "$.apps[0].offers[0].limits.perCustomer", "needs a verified customer"
+        ),
+        (
+            #"{"storage": "memory", "apps": [{"bundleId": "b", "issuerId": "57246542-96fe-1a63-e053-0824d011072a", "keys": [{"keyId": "K", "privateKeyFile": "k"}], "offers": [{"id": "o", "type": "promotional", "productIds": ["p"], "limits": {}}]}]}"#,
+            "$.apps[0].offers[0].limits", "set perCustomer, total or both"
+        ),
+        (
+            #"{"storage": "memory", "apps": [{"bundleId": "b", "issuerId": "57246542-96fe-1a63-e053-0824d011072a", "keys": [{"keyId": "K", "privateKeyFile": "k"}], "offers": [{"id": "o", "type": "promotional", "productIds": ["p"], "limits": {"perCustomer": 0}}]}]}"#,
+            "$.apps[0].offers[0].limits.perCustomer", "from 1 to"
+        ),
+        (
+            #"{"storage": "memory", "apps": [{"bundleId": "b", "issuerId": "57246542-96fe-1a63-e053-0824d011072a", "keys": [{"keyId": "K", "privateKeyFile": "k"}], "offers": [{"id": "o", "type": "promotional", "productIds": ["p"], "limits": {"daily": 3}}]}]}"#,
+            "$.apps[0].offers[0].limits.daily", "unknown key"
+        ),
     ]
 
     @Test("each mistake is reported at its path", arguments: 0..<mistakes.count)
