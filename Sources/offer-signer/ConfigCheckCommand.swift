@@ -7,7 +7,10 @@ enum ConfigCheckCommand {
         let options = try Arguments(arguments, valued: ["config"])
         let path = try options.required("config")
         let (config, catalog) = try ServeCommand.loadConfiguration(path)
-        var lines = ["configuration OK: \(path)", "listen: \(config.listen.host):\(config.listen.port)"]
+        var lines = [
+            "configuration OK: \(path)", "listen: \(config.listen.host):\(config.listen.port)",
+            "storage: \(config.storage.description)",
+        ]
         lines.append(
             "trust: \(config.trust.rootCertificateFiles.count) root certificate(s); environments "
                 + config.trust.environments.joined(separator: ", "))
@@ -24,7 +27,7 @@ enum ConfigCheckCommand {
                 if !offer.requiresVerifiedCustomer { detail += "; unverified customers allowed" }
                 if let limits = offer.limits {
                     detail += "; limits"
-                    if let perCustomer = limits.perCustomer { detail += " \(perCustomer) per customer" }
+                    if let perCustomer = limits.perCustomer { detail += " \(perCustomer) per customer," }
                     if let total = limits.total { detail += " \(total) in all" }
                 }
                 lines.append("  offer \(offer.id): \(detail)")
