@@ -31,7 +31,6 @@ public final class HTTPServer: @unchecked Sendable {
     let handler: Handler
     let limits: HTTPServerLimits
     private var daemon: OpaquePointer?
-    private var listenSocket: Int32 = -1
     /// The port actually bound (useful when asked for port 0).
     public private(set) var port: Int = 0
     let inFlight = InFlightCounter()
@@ -43,13 +42,11 @@ public final class HTTPServer: @unchecked Sendable {
 
     deinit {
         if let daemon { MHD_stop_daemon(daemon) }
-        if listenSocket >= 0 { close(listenSocket) }
     }
 
     /// Binds `host:port` and starts serving. Throws with a readable message on failure.
     public func start(host: String, port: Int) throws(ServerError) {
         let socket = try Self.listen(host: host, port: port)
-        listenSocket = socket.fd
         self.port = socket.port
         let threads = limits.threads > 0 ? limits.threads : max(1, Int(sysconf(Int32(_SC_NPROCESSORS_ONLN))))
         var options = [
@@ -72,16 +69,18 @@ public final class HTTPServer: @unchecked Sendable {
             }
         }
         guard daemon != nil else {
-            close(listenSocket)
-            listenSocket = -1
+            close(socket.fd)
             throw ServerError("cannot start the HTTP server on \(host):\(port)")
         }
+        // From here the daemon owns the listening socket: it closes it when stopped, unless quiesced first.
     }
 
     /// Stops accepting connections, lets requests in flight finish (up to `grace` seconds), then stops.
     public func stop(graceSeconds: Double = 10) {
         guard let daemon else { return }
+        // Closing the listening socket right away makes new connections fail fast instead of waiting in the backlog.
         let quiesced = MHD_quiesce_daemon(daemon)
+        if quiesced >= 0 { close(quiesced) }
         var waited = 0.0
         while inFlight.value > 0 && waited < graceSeconds {
             usleep(10_000)
@@ -89,8 +88,6 @@ public final class HTTPServer: @unchecked Sendable {
         }
         MHD_stop_daemon(daemon)
         self.daemon = nil
-        if quiesced >= 0 { close(quiesced) }
-        listenSocket = -1
     }
 
     private static func listen(host: String, port: Int) throws(ServerError) -> (fd: Int32, port: Int) {

@@ -8,6 +8,7 @@ import os
 import signal
 import socket
 import stat
+import time
 
 import jwt
 import pytest
@@ -60,6 +61,34 @@ def test_signal_with_idle_keep_alive_connection(tmp_path, config_path):
         idle.close()
         if server.process.poll() is None:
             server.process.kill()
+
+
+def test_request_in_flight_finishes_after_sigterm(tmp_path, config_path, signing_key):
+    """SIGTERM while a request is half sent: new connections are refused, the started request gets its answer."""
+    server = Server.start(config_path, tmp_path)
+    body = json.dumps({"bundleId": BUNDLE_ID, "productId": PRODUCT_MONTHLY, "offerId": OFFER_OPEN}).encode()
+    client = socket.create_connection(("127.0.0.1", server.port), timeout=10)
+    try:
+        client.sendall(
+            b"POST /v1/signatures/promotional-offer HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+            + b"Content-Length: " + str(len(body)).encode() + b"\r\nConnection: close\r\n\r\n" + body[:10])
+        time.sleep(0.3)  # the server has the headers and part of the body: the request is in flight
+        server.process.send_signal(signal.SIGTERM)
+        time.sleep(0.3)
+        assert server.process.poll() is None, "the server quit with a request in flight"
+        with pytest.raises(OSError):
+            socket.create_connection(("127.0.0.1", server.port), timeout=2).close()
+        client.sendall(body[10:])
+        reply = b""
+        while chunk := client.recv(65536):
+            reply += chunk
+    finally:
+        client.close()
+        status = server.stop(signal.SIGTERM, timeout=15)
+    head, _, payload = reply.partition(b"\r\n\r\n")
+    assert head.startswith(b"HTTP/1.1 200"), reply[:300]
+    verify_jws_es256(json.loads(payload)["compactJWS"], signing_key.public_key)
+    assert status == 0
 
 
 # MARK: - config check
