@@ -213,3 +213,41 @@ struct EncodingTests {
         #expect(try JSONParser.parse(writer.bytes) == value)
     }
 }
+
+@Suite("Hostile input never crashes the parsers")
+struct HostileInputTests {
+    /// A small deterministic generator, so a failure can be replayed.
+    struct Generator {
+        var state: UInt64
+        mutating func next() -> UInt64 {
+            state = state &* 6_364_136_223_846_793_005 &+ 1_442_695_040_888_963_407
+            return state >> 33
+        }
+    }
+
+    @Test("mutated requests and JWS strings are parsed or refused, never crash")
+    func mutations() {
+        let seeds: [[UInt8]] = [
+            Array(#"{"bundleId":"com.example.app","productId":"p","offerId":"o","appAccountToken":"\u00e9"}"#.utf8),
+            Array(#"[1,2.5e10,{"a":[true,false,null]},"x\ud83c\udf89"]"#.utf8),
+        ]
+        var generator = Generator(state: 42)
+        var refused = 0
+        for round in 0..<20_000 {
+            var bytes = seeds[round % seeds.count]
+            for _ in 0...(generator.next() % 4) {
+                let position = Int(generator.next() % UInt64(bytes.count))
+                switch generator.next() % 3 {
+                case 0: bytes[position] = UInt8(truncatingIfNeeded: generator.next())
+                case 1: bytes.remove(at: position)
+                default: bytes.insert(UInt8(truncatingIfNeeded: generator.next()), at: position)
+                }
+                if bytes.isEmpty { bytes = [0x7B] }
+            }
+            if (try? JSONParser.parse(bytes)) == nil { refused += 1 }
+            if let token = String(validating: bytes, as: UTF8.self) { _ = try? CompactJWS.decode(token + "." + token) }
+        }
+        // Most mutations break the JSON; the parser must have said so rather than accept garbage.
+        #expect(refused > 10_000)
+    }
+}
