@@ -4,7 +4,7 @@
 SHELL := /bin/bash
 .DEFAULT_GOAL := help
 
-APT_PACKAGES := libssl-dev libmicrohttpd-dev libsqlite3-dev pkg-config openssl curl
+APT_PACKAGES := libssl-dev libmicrohttpd-dev libsqlite3-dev pkg-config openssl curl wrk
 VENV := .venv
 PYTHON ?= python3
 HOST ?= 127.0.0.1

@@ -4,6 +4,12 @@ enum CommandLineTool {
     static func run(_ arguments: ArraySlice<String>) -> Int32 {
         let words = Array(arguments.prefix(2))
         let first = words.first ?? "--help"
+        if let help = groupHelp[first], words.count == 1 || words[1].hasPrefix("-") {
+            // A command group without a subcommand, or with --help: show the group's usage.
+            let asked = words.count > 1 && (words[1] == "--help" || words[1] == "-h")
+            if asked { Console.out(help) } else { Console.err("offer-signer: \(first) needs a subcommand\n\n\(help)") }
+            return asked ? 0 : 2
+        }
         do {
             switch first {
             case "--help", "-h", "help":
@@ -42,6 +48,11 @@ enum CommandLineTool {
             return 1
         }
     }
+
+    private static let groupHelp = [
+        "config": Help.configCheck, "keys": Help.keysGenerate + "\n" + Help.keysImportStoreKit, "sign": Help.sign,
+        "testkit": Help.testkit,
+    ]
 
     private static func command(
         _ arguments: ArraySlice<String>, help: String, run: (ArraySlice<String>) throws -> Int32
