@@ -17,6 +17,36 @@ public struct VerifiedCustomer: Sendable {
             transaction: transaction, renewalInfo: renewalInfo, appTransaction: appTransaction, now: now)
     }
 
+    /// Why verified payloads could not make a customer.
+    public enum Failure: Error, Equatable, Sendable {
+        /// A payload (named by its request field) has a member of the wrong type.
+        case malformed(field: String, message: String)
+        /// The payloads belong to different customers, apps or environments.
+        case inconsistent(message: String)
+    }
+
+    /// Decodes verified payloads (as `SignedDataVerifier` returns them) and derives the facts at `now`.
+    public init(
+        transactionJSON: JSONValue?, renewalInfoJSON: JSONValue?, appTransactionJSON: JSONValue?, now: Int64
+    ) throws(Failure) {
+        func decode<Payload: AppStoreSignedPayload>(_ json: JSONValue?, field: String) throws(Failure) -> Payload? {
+            guard let json else { return nil }
+            do {
+                return try Payload(json: json)
+            } catch {
+                throw .malformed(field: field, message: error.message)
+            }
+        }
+        let transaction: JWSTransactionPayload? = try decode(transactionJSON, field: "signedTransaction")
+        let renewalInfo: JWSRenewalInfoPayload? = try decode(renewalInfoJSON, field: "signedRenewalInfo")
+        let appTransaction: AppTransactionPayload? = try decode(appTransactionJSON, field: "signedAppTransaction")
+        do {
+            try self.init(transaction: transaction, renewalInfo: renewalInfo, appTransaction: appTransaction, now: now)
+        } catch {
+            throw .inconsistent(message: error.message)
+        }
+    }
+
     /// The `transactionId` claim of signatures for this customer: the verified `appTransactionId` (which
     /// every customer has, buyer or not), else the subscription's `originalTransactionId`, else `transactionId`.
     public var signatureTransactionId: String? {

@@ -54,7 +54,8 @@ public final class OfferService: Sendable {
                     response = error.response
                 }
             } else {
-                response = APIError.methodNotAllowed(request.method, allow: method).response
+                response = APIError.methodNotAllowed(request.method, allow: method == "GET" ? "GET, HEAD" : method)
+                    .response
             }
         } else {
             routeLabel = "other"
@@ -307,7 +308,7 @@ public final class OfferService: Sendable {
             }
             throw APIError(
                 status: 400, code: "wrong_offer_type",
-                message: "offer \(id) is a \(offer.kind.rawValue) offer; \(hint)")
+                message: "offer \(id) is of type \(offer.kind.rawValue); \(hint)")
         }
         guard offer.productIds.contains(productId) else {
             throw APIError(
@@ -334,21 +335,16 @@ public final class OfferService: Sendable {
         }
         do {
             return try VerifiedCustomer(
-                transaction: transaction.map { (json: JSONValue) throws(PayloadError) in
-                    try JWSTransactionPayload(json: json)
-                },
-                renewalInfo: renewal.map { (json: JSONValue) throws(PayloadError) in
-                    try JWSRenewalInfoPayload(json: json)
-                },
-                appTransaction: appTransaction.map { (json: JSONValue) throws(PayloadError) in
-                    try AppTransactionPayload(json: json)
-                },
-                now: now)
+                transactionJSON: transaction, renewalInfoJSON: renewal, appTransactionJSON: appTransaction, now: now)
         } catch {
-            throw APIError(
-                status: 400, code: "untrusted_signed_data",
-                message: "signed data does not fit together: \(error.message)",
-                details: [("reason", "inconsistent")])
+            switch error {
+            case .malformed(let field, let message):
+                throw APIError.untrustedSignedData(field: field, SignedDataError(.malformed, message))
+            case .inconsistent(let message):
+                throw APIError(
+                    status: 400, code: "untrusted_signed_data", message: "signed data does not fit together: \(message)",
+                    details: [("reason", "inconsistent")])
+            }
         }
     }
 

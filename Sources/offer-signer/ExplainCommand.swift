@@ -49,18 +49,12 @@ enum ExplainCommand {
         if transaction != nil || renewal != nil || appTransaction != nil {
             do {
                 customer = try VerifiedCustomer(
-                    transaction: try transaction.map { (json: JSONValue) throws(PayloadError) in
-                        try JWSTransactionPayload(json: json)
-                    },
-                    renewalInfo: try renewal.map { (json: JSONValue) throws(PayloadError) in
-                        try JWSRenewalInfoPayload(json: json)
-                    },
-                    appTransaction: try appTransaction.map { (json: JSONValue) throws(PayloadError) in
-                        try AppTransactionPayload(json: json)
-                    },
-                    now: now)
+                    transactionJSON: transaction, renewalInfoJSON: renewal, appTransactionJSON: appTransaction, now: now)
             } catch {
-                throw CommandError("signed data does not fit together: \(error.message)")
+                switch error {
+                case .malformed(let field, let message): throw CommandError("\(field): malformed payload: \(message)")
+                case .inconsistent(let message): throw CommandError("signed data does not fit together: \(message)")
+                }
             }
         }
         let trace = OfferEvaluation.evaluate(offer, customer: customer, now: now)

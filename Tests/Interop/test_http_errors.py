@@ -94,7 +94,7 @@ def test_error_table(server, name, method, path, raw, status, code, words):
     for word in words:
         assert word in error["message"], (word, error["message"])
     if status == 405:
-        allow = "GET" if path == "/livez" else "POST"
+        allow = "GET, HEAD" if path == "/livez" else "POST"
         assert response.header("Allow") == allow
 
 
