@@ -54,8 +54,8 @@ public final class OfferService: Sendable {
                     response = error.response
                 }
             } else {
-                response = APIError.methodNotAllowed(request.method, allow: method == "GET" ? "GET, HEAD" : method)
-                    .response
+                let allow = method == "GET" ? "GET, HEAD" : method
+                response = APIError.methodNotAllowed(request.method, allow: allow).response
             }
         } else {
             routeLabel = "other"
@@ -342,7 +342,8 @@ public final class OfferService: Sendable {
                 throw APIError.untrustedSignedData(field: field, SignedDataError(.malformed, message))
             case .inconsistent(let message):
                 throw APIError(
-                    status: 400, code: "untrusted_signed_data", message: "signed data does not fit together: \(message)",
+                    status: 400, code: "untrusted_signed_data",
+                    message: "signed data does not fit together: \(message)",
                     details: [("reason", "inconsistent")])
             }
         }

@@ -49,7 +49,8 @@ enum ExplainCommand {
         if transaction != nil || renewal != nil || appTransaction != nil {
             do {
                 customer = try VerifiedCustomer(
-                    transactionJSON: transaction, renewalInfoJSON: renewal, appTransactionJSON: appTransaction, now: now)
+                    transactionJSON: transaction, renewalInfoJSON: renewal, appTransactionJSON: appTransaction, now: now
+                )
             } catch {
                 switch error {
                 case .malformed(let field, let message): throw CommandError("\(field): malformed payload: \(message)")
