@@ -86,16 +86,22 @@ public enum Base64 {
         out.reserveCapacity(input.count * 3 / 4)
         var accumulator: UInt32 = 0
         var bits = 0
-        for byte in input {
-            let value = table[Int(byte)]
-            if value < 0 { return nil }
-            accumulator = accumulator << 6 | UInt32(value)
-            bits += 6
-            if bits >= 8 {
-                bits -= 8
-                out.append(UInt8(truncatingIfNeeded: accumulator >> UInt32(bits)))
+        let valid = input.withUnsafeBufferPointer { input in
+            table.withUnsafeBufferPointer { table in
+                for byte in input {
+                    let value = table[Int(byte)]
+                    if value < 0 { return false }
+                    accumulator = accumulator << 6 | UInt32(value)
+                    bits += 6
+                    if bits >= 8 {
+                        bits -= 8
+                        out.append(UInt8(truncatingIfNeeded: accumulator >> UInt32(bits)))
+                    }
+                }
+                return true
             }
         }
+        guard valid else { return nil }
         // Leftover bits must be zero (canonical encoding).
         if bits > 0 && accumulator & ((1 << UInt32(bits)) - 1) != 0 { return nil }
         return out

@@ -165,6 +165,16 @@ public struct JSONParser {
         var out = [UInt8]()
         var runStart = index
         while true {
+            // Fast path: skip plain ASCII in one tight loop (JWS strings in requests run to kilobytes).
+            index = bytes.withUnsafeBufferPointer { buffer in
+                var position = index
+                while position < buffer.count {
+                    let byte = buffer[position]
+                    if byte == 0x22 || byte == 0x5C || byte < 0x20 || byte >= 0x80 { break }
+                    position += 1
+                }
+                return position
+            }
             guard index < bytes.count else { throw failure("unterminated string") }
             let byte = bytes[index]
             if byte == UInt8(ascii: "\"") {

@@ -55,11 +55,11 @@ public final class SignedDataVerifier: Sendable {
         guard let chain = parts.header["x5c"]?.arrayValue, !chain.isEmpty, chain.count <= 3 else {
             throw SignedDataError(.malformed, "header x5c must hold the certificate chain")
         }
-        let certificates = try chain.map { (entry: JSONValue) throws(SignedDataError) -> [UInt8] in
-            guard let text = entry.stringValue, let der = Base64.decode(text), !der.isEmpty else {
-                throw SignedDataError(.malformed, "x5c entry is not standard Base64")
+        let certificates = try chain.map { (entry: JSONValue) throws(SignedDataError) -> String in
+            guard let text = entry.stringValue, !text.isEmpty else {
+                throw SignedDataError(.malformed, "x5c entry is not a Base64 certificate")
             }
-            return der
+            return text
         }
         let environment = parts.payload[kind.environmentField]?.stringValue
         let isLocal = environment.map { Self.localEnvironments.contains($0) } ?? false
@@ -99,17 +99,22 @@ public final class SignedDataVerifier: Sendable {
     /// The number of verified chains held in the cache (for metrics and tests).
     public var cachedChainCount: Int { cache.withLock { $0.count } }
 
+    /// The leaf's key once the chain is known good at `signedDate`. The cache is keyed by the Base64 text of
+    /// the two certificates, so a hit costs one hash and no decoding.
     private func verifiedLeafKey(
-        leaf: [UInt8], intermediate: [UInt8], at signedDate: Int64
+        leaf: String, intermediate: String, at signedDate: Int64
     )
         throws(SignedDataError) -> VerifyingKey
     {
         let seconds = signedDate / 1000
-        let cacheKey = SHA256.hash(leaf + intermediate)
+        let cacheKey = SHA256.hash(Array(leaf.utf8) + [UInt8(ascii: ".")] + Array(intermediate.utf8))
         if let hit = cache.withLock({ $0.lookup(cacheKey, at: seconds) }) { return hit }
+        guard let leafDER = Base64.decode(leaf), let intermediateDER = Base64.decode(intermediate) else {
+            throw SignedDataError(.malformed, "x5c entry is not standard Base64")
+        }
         do {
-            let leafCertificate = try Certificate(der: leaf)
-            let intermediateCertificate = try Certificate(der: intermediate)
+            let leafCertificate = try Certificate(der: leafDER)
+            let intermediateCertificate = try Certificate(der: intermediateDER)
             let key = try chainVerifier.verify(
                 leaf: leafCertificate, intermediate: intermediateCertificate, at: seconds)
             let from = max(leafCertificate.notBefore, intermediateCertificate.notBefore)
@@ -127,7 +132,10 @@ public final class SignedDataVerifier: Sendable {
         }
     }
 
-    private func localTestingKey(_ der: [UInt8]) throws(SignedDataError) -> VerifyingKey {
+    private func localTestingKey(_ text: String) throws(SignedDataError) -> VerifyingKey {
+        guard let der = Base64.decode(text) else {
+            throw SignedDataError(.malformed, "x5c entry is not standard Base64")
+        }
         do {
             return try Certificate(der: der).publicKey
         } catch {

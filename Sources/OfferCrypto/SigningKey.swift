@@ -110,7 +110,7 @@ public final class SigningKey: @unchecked Sendable {
             throw CryptoError(.internalFailure, "cannot allocate a digest context")
         }
         defer { EVP_MD_CTX_free(ctx) }
-        guard EVP_DigestSignInit(ctx, nil, EVP_sha256(), nil, pkey) == 1 else {
+        guard EVP_DigestSignInit(ctx, nil, SHA256.algorithm, nil, pkey) == 1 else {
             OpenSSLError.drain()
             throw CryptoError(.internalFailure, "signing initialisation failed")
         }

@@ -63,7 +63,7 @@ public final class VerifyingKey: @unchecked Sendable {
     public func isValidSignature<Bytes: ContiguousBytes>(der signature: [UInt8], for message: Bytes) -> Bool {
         guard let ctx = EVP_MD_CTX_new() else { return false }
         defer { EVP_MD_CTX_free(ctx) }
-        guard EVP_DigestVerifyInit(ctx, nil, EVP_sha256(), nil, pkey) == 1 else {
+        guard EVP_DigestVerifyInit(ctx, nil, SHA256.algorithm, nil, pkey) == 1 else {
             OpenSSLError.drain()
             return false
         }
