@@ -46,15 +46,22 @@ struct SignedDataVerifierTests {
         } throws: { ($0 as? SignedDataError)?.reason == .wrongEnvironment }
     }
 
-    @Test("one changed byte anywhere in Apple's real transaction fails", arguments: [10, 1500, 3000, -10])
-    func realAppleTransactionTampered(offset: Int) throws {
+    enum Part: Int, CaseIterable, Sendable { case header, payload, signature }
+
+    @Test(
+        "one changed byte in the header, the payload or the signature of Apple's real transaction fails",
+        arguments: Part.allCases)
+    func realAppleTransactionTampered(part: Part) throws {
         let root = try Certificate(der: try Self.fixture("AppleRootCA-G3.cer"))
         let verifier = SignedDataVerifier(trustedRoots: [root], allowedEnvironments: ["Sandbox"])
-        var bytes = Array(
-            String(decoding: try Self.fixture("sandbox-consumable-transaction.jws"), as: UTF8.self)
-                .trimmingCharacters(in: .whitespacesAndNewlines).utf8)
-        let index = offset >= 0 ? offset : bytes.count + offset
-        try #require(bytes[index] != UInt8(ascii: "."))
+        let token = String(decoding: try Self.fixture("sandbox-consumable-transaction.jws"), as: UTF8.self)
+            .trimmingCharacters(in: .whitespacesAndNewlines)
+        #expect(throws: Never.self) { _ = try verifier.verify(token, kind: .transaction, bundleId: "com.goodheartapp") }
+        let segments = token.split(separator: ".").map { Array($0.utf8) }
+        // The middle of the chosen segment, so the change lands inside it whatever its length.
+        let start = segments[..<part.rawValue].reduce(0) { $0 + $1.count + 1 }
+        let index = start + segments[part.rawValue].count / 2
+        var bytes = Array(token.utf8)
         bytes[index] = bytes[index] == UInt8(ascii: "A") ? UInt8(ascii: "B") : UInt8(ascii: "A")
         #expect(throws: SignedDataError.self) {
             _ = try verifier.verify(
