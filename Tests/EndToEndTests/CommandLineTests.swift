@@ -42,4 +42,18 @@ struct CommandLineTests {
         let (status, output, _) = try runBinary(["--version"])
         #expect(status == 0 && output.hasPrefix("offer-signer "))
     }
+
+    @Test("config check flags an app that accepts Xcode data, and serve warns at start")
+    func localTestingIsFlagged() throws {
+        let deployment = try Deployment()
+        defer { deployment.remove() }
+        let (status, output, _) = try runBinary(["config", "check", "--config", deployment.configPath])
+        #expect(status == 0)
+        #expect(output.contains("WARNING $.apps[1].localTesting"))
+        #expect(output.contains("\(Deployment.localBundleId) (issuer \(Deployment.issuerId)) [LOCAL TESTING]"))
+        #expect(!output.contains("PRIVATE KEY"))
+        let server = try ServerProcess(configPath: deployment.configPath)
+        #expect(server.stop() == 0)
+        #expect(server.errorOutput().contains("localTesting"))
+    }
 }
