@@ -245,11 +245,13 @@ private struct PayloadFields {
         return number
     }
 
-    /// A date: an integer number of Unix milliseconds.
+    /// A date in Unix milliseconds, from 1970 to the year 9999. Xcode writes fractional milliseconds
+    /// (`1697679936056.485`); they are floored. The range keeps every later day computation far from overflow.
     func date(_ name: String) throws(PayloadError) -> Int64? {
         guard let value = present(name) else { return nil }
-        guard let number = value.int64Value else {
-            throw PayloadError("field \"\(name)\": expected Unix milliseconds (an integer), found \(describe(value))")
+        guard let number = PayloadDate.milliseconds(value) else {
+            throw PayloadError(
+                "field \"\(name)\": expected Unix milliseconds between 1970 and 9999, found \(describe(value))")
         }
         return number
     }
@@ -279,5 +281,22 @@ private struct PayloadFields {
     private func describe(_ value: JSONValue) -> String {
         if case .double = value { return "a fraction" }
         return value.typeDescription
+    }
+}
+
+/// Dates in App Store payloads: Unix milliseconds, integral (App Store) or fractional (Xcode).
+public enum PayloadDate {
+    /// The last millisecond of the year 9999.
+    public static let latest: Int64 = 253_402_300_799_999
+
+    /// The value as whole milliseconds, or `nil` when it is not a number in 1970...9999.
+    public static func milliseconds(_ value: JSONValue) -> Int64? {
+        switch value {
+        case .int(let number): return (0...latest).contains(number) ? number : nil
+        case .double(let number):
+            guard number.isFinite, number >= 0, number <= Double(latest) else { return nil }
+            return Int64(number.rounded(.down))
+        default: return nil
+        }
     }
 }

@@ -10,8 +10,6 @@ public enum SubscriptionStatus: String, Sendable, Equatable, CaseIterable {
     case inBillingRetry
     /// Refunded or revoked from family sharing (`revocationDate` is set).
     case revoked
-    /// The verified data shows no auto-renewable subscription (only an app transaction or another kind of purchase).
-    case neverSubscribed = "none"
 }
 
 /// What the rules may know about a customer, computed once per request at `now` from verified Apple data.
@@ -38,7 +36,7 @@ public struct CustomerFacts: Sendable, Equatable {
     /// Stable identity for rollouts and limits: `originalTransactionId`, else `appTransactionId`.
     public var customerKey: String?
     /// `nil` when the subscription cannot be dated: renewal info without a transaction, or a subscription
-    /// transaction without `expiresDate`. `.neverSubscribed` ("none") when the data shows no auto-renewable subscription.
+    /// transaction without `expiresDate`, and when the data shows no auto-renewable subscription at all.
     public var subscriptionStatus: SubscriptionStatus?
     /// Whole days since `expiresDate`, once it is at or before now (also in grace period, billing retry, and
     /// for a revoked subscription whose period had ended); `nil` while the paid period lasts.
@@ -128,9 +126,10 @@ public struct CustomerFacts: Sendable, Equatable {
             if facts.subscriptionStatus == .active, let offerType = subscription.offerType {
                 facts.offerInEffect = OfferInEffect(offerType: offerType, offerIdentifier: subscription.offerIdentifier)
             }
-        } else if renewalInfo == nil {
-            facts.subscriptionStatus = SubscriptionStatus.neverSubscribed
         }
+        // No subscription in the data is no proof of none: the app chooses what it sends. The status stays
+        // unknown, so no rule can pass on the absence (a "never subscribed" status would let a subscriber
+        // withhold a transaction to look new).
         return facts
     }
 

@@ -49,8 +49,12 @@ public final class SignedDataVerifier: Sendable {
         guard parts.header["alg"]?.stringValue == "ES256" else {
             throw SignedDataError(.malformed, "header alg must be ES256")
         }
-        guard let signedDate = parts.payload["signedDate"]?.int64Value, signedDate > 0 else {
-            throw SignedDataError(.malformed, "payload has no signedDate")
+        // The chain is checked at the time Apple signed: `signedDate`, or for an app transaction, which has
+        // none, its `receiptCreationDate` (as Apple's libraries do).
+        let dateValue =
+            parts.payload["signedDate"] ?? (kind == .appTransaction ? parts.payload["receiptCreationDate"] : nil)
+        guard let dateValue, let signedDate = PayloadDate.milliseconds(dateValue), signedDate > 0 else {
+            throw SignedDataError(.malformed, "payload has no valid signedDate")
         }
         guard let chain = parts.header["x5c"]?.arrayValue, !chain.isEmpty, chain.count <= 3 else {
             throw SignedDataError(.malformed, "header x5c must hold the certificate chain")
@@ -79,6 +83,7 @@ public final class SignedDataVerifier: Sendable {
         guard leafKey.isValidSignature(raw: parts.signature, for: parts.signingInput) else {
             throw SignedDataError(.badSignature, "signature does not verify with the signing certificate")
         }
+        try Self.checkShape(parts.payload, kind: kind)
         // Apple's renewal info carries no bundleId; it is tied to the app through the verified transaction's
         // originalTransactionId instead (see CustomerFacts). Where a bundleId is present it must match.
         let payloadBundleId = parts.payload["bundleId"]?.stringValue
@@ -94,6 +99,27 @@ public final class SignedDataVerifier: Sendable {
             throw SignedDataError(.wrongEnvironment, "environment \(environment) is not accepted here")
         }
         return parts.payload
+    }
+
+    /// Apple signs all three kinds with the same chain, so the payload's shape must say which it is: a
+    /// transaction sent as renewal info would otherwise pass for proof of a subscription.
+    private static func checkShape(_ payload: JSONValue, kind: SignedDataKind) throws(SignedDataError) {
+        let hasTransactionId = payload["transactionId"] != nil
+        let hasReceiptType = payload["receiptType"] != nil
+        switch kind {
+        case .transaction:
+            guard hasTransactionId, !hasReceiptType else {
+                throw SignedDataError(.malformed, "signed data is not a transaction")
+            }
+        case .renewalInfo:
+            guard !hasTransactionId, !hasReceiptType, payload["originalTransactionId"] != nil else {
+                throw SignedDataError(.malformed, "signed data is not renewal info")
+            }
+        case .appTransaction:
+            guard hasReceiptType, !hasTransactionId else {
+                throw SignedDataError(.malformed, "signed data is not an app transaction")
+            }
+        }
     }
 
     /// The number of verified chains held in the cache (for metrics and tests).
@@ -161,7 +187,8 @@ struct ChainCache: ~Copyable {
     var count: Int { entries.count }
 
     func lookup(_ fingerprint: [UInt8], at seconds: Int64) -> VerifyingKey? {
-        guard let entry = entries[fingerprint], seconds >= entry.from, seconds <= entry.until else { return nil }
+        // OpenSSL treats a certificate as expired from its notAfter second on; the cache agrees.
+        guard let entry = entries[fingerprint], seconds >= entry.from, seconds < entry.until else { return nil }
         return entry.key
     }
 

@@ -65,7 +65,10 @@ struct Deployment {
                         ],
                         [
                             "id": "intro_trial", "type": "introductoryOffer", "productIds": ["com.example.pro.monthly"],
-                            "eligibility": ["subscriptionStatus": ["none"]],
+                            // Lapsed over a year: the intro offer again. Positive facts only: absence proves nothing.
+                            "eligibility": [
+                                "all": [["subscriptionStatus": ["expired"]], ["daysSinceExpiry": ["min": 365]]]
+                            ],
                         ],
                     ],
                 ],

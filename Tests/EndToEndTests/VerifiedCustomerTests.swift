@@ -165,6 +165,17 @@ struct VerifiedCustomerTests {
             #expect(local.status == 200, "\(local.text)")
             _ = try deployment.verifiedClaims(try #require(local.body["compactJWS"] as? String))
 
+            // Anyone can make Xcode data: absurd dates in it are refused, and the server lives on.
+            let absurd = try SignedDataFactory.sign(
+                SignedDataFactory.subscriptionTransaction(
+                    bundleId: Deployment.localBundleId, purchaseDate: 0, expiresDate: 0, signedDate: deployment.now,
+                    environment: "Xcode", overrides: ["expiresDate": .int(-9_223_372_036_854_775_000)]),
+                certificates: deployment.xcode.certificates, key: deployment.xcode.key)
+            let refusedAbsurd = try await server.post(
+                promotional, promotionalRequest(absurd, bundleId: Deployment.localBundleId, offerId: "local_offer"))
+            #expect(refusedAbsurd.status == 400, "\(refusedAbsurd.text)")
+            #expect(refusedAbsurd.errorReason == "malformed")
+
             // Full-chain data that claims to be Xcode is still refused for the local app.
             let pretending = try await server.post(
                 promotional,
@@ -208,29 +219,39 @@ struct VerifiedCustomerTests {
     func introductoryEligibility() async throws {
         try await withServer { deployment, server in
             let path = "v1/signatures/introductory-offer-eligibility"
-            let newcomer = try await server.post(
-                path,
-                [
-                    "bundleId": Deployment.bundleId, "productId": "com.example.pro.monthly",
-                    "signedAppTransaction": try deployment.appTransaction(),
-                ])
-            #expect(newcomer.status == 200, "\(newcomer.text)")
-            #expect(newcomer.body["allowIntroductoryOffer"] as? Bool == true)
-            let claims = try deployment.verifiedClaims(try #require(newcomer.body["compactJWS"] as? String))
+            func ask(_ signed: [String: Any]) async throws -> ServerProcess.Reply {
+                try await server.post(
+                    path,
+                    signed.merging(["bundleId": Deployment.bundleId, "productId": "com.example.pro.monthly"]) { a, _ in
+                        a
+                    })
+            }
+            // Lapsed for over a year: the rule grants the intro offer again.
+            let lapsed = try await ask(["signedTransaction": try deployment.transaction(expiredDaysAgo: 400)])
+            #expect(lapsed.status == 200, "\(lapsed.text)")
+            #expect(lapsed.body["allowIntroductoryOffer"] as? Bool == true)
+            let claims = try deployment.verifiedClaims(try #require(lapsed.body["compactJWS"] as? String))
             #expect(claims["allowIntroductoryOffer"] == .bool(true))
-            #expect(claims["transactionId"] == .string("704289572311600001"))
+            #expect(claims["transactionId"] == .string("7042895723110001"))
             #expect(claims["aud"] == .string("introductory-offer-eligibility"))
 
-            let former = try await server.post(
-                path,
-                [
-                    "bundleId": Deployment.bundleId, "productId": "com.example.pro.monthly",
-                    "signedTransaction": try deployment.transaction(expiredDaysAgo: 3),
-                ])
-            #expect(former.status == 200)
-            #expect(former.body["allowIntroductoryOffer"] as? Bool == false)
-            let formerClaims = try deployment.verifiedClaims(try #require(former.body["compactJWS"] as? String))
-            #expect(formerClaims["allowIntroductoryOffer"] == .bool(false))
+            let recent = try await ask(["signedTransaction": try deployment.transaction(expiredDaysAgo: 3)])
+            #expect(recent.status == 200)
+            #expect(recent.body["allowIntroductoryOffer"] as? Bool == false)
+            let recentClaims = try deployment.verifiedClaims(try #require(recent.body["compactJWS"] as? String))
+            #expect(recentClaims["allowIntroductoryOffer"] == .bool(false))
+
+            // Sending only the app transaction proves nothing about subscriptions: a subscriber cannot
+            // withhold their transaction to look new. The answer is false, with the unknown fact as reason.
+            let withheld = try await ask(["signedAppTransaction": try deployment.appTransaction()])
+            #expect(withheld.status == 200)
+            #expect(withheld.body["allowIntroductoryOffer"] as? Bool == false)
+            let withheldClaims = try deployment.verifiedClaims(try #require(withheld.body["compactJWS"] as? String))
+            #expect(withheldClaims["transactionId"] == .string("704289572311600001"))
+            #expect(
+                (withheld.body["reasons"] as? [[String: String]])?.contains([
+                    "rule": "subscriptionStatus", "code": "subscription_status_unknown",
+                ]) == true)
 
             let missing = try await server.post(
                 path, ["bundleId": Deployment.bundleId, "productId": "com.example.pro.monthly"])

@@ -136,6 +136,14 @@ struct CustomerFactsPayloadTests {
         #expect(withSignedDate.signedDate == 1_796_083_000_500)
     }
 
+    @Test("Xcode's fractional milliseconds are floored; the year-9999 bound is inclusive")
+    func fractionalDates() throws {
+        let payload = try JWSTransactionPayload(
+            json: json(#"{"signedDate": 1697679936056.485, "expiresDate": 253402300799999}"#))
+        #expect(payload.signedDate == 1_697_679_936_056)
+        #expect(payload.expiresDate == 253_402_300_799_999)
+    }
+
     @Test("null counts as absent")
     func nullIsAbsent() throws {
         let payload = try JWSTransactionPayload(json: json(#"{"expiresDate": null, "offerType": null}"#))
@@ -169,10 +177,17 @@ struct CustomerFactsPayloadTests {
             message: "app transaction payload: expected a JSON object, found a number"),
         .init(
             kind: .transaction, json: #"{"expiresDate": "1796083200000"}"#,
-            message: #"field "expiresDate": expected Unix milliseconds (an integer), found a string"#),
+            message: #"field "expiresDate": expected Unix milliseconds between 1970 and 9999, found a string"#),
         .init(
-            kind: .transaction, json: #"{"purchaseDate": 1796083200000.5}"#,
-            message: #"field "purchaseDate": expected Unix milliseconds (an integer), found a fraction"#),
+            kind: .transaction, json: #"{"purchaseDate": -1}"#,
+            message: #"field "purchaseDate": expected Unix milliseconds between 1970 and 9999, found a number"#),
+        .init(
+            kind: .transaction, json: #"{"expiresDate": -9223372036854775000}"#,
+            message: #"field "expiresDate": expected Unix milliseconds between 1970 and 9999, found a number"#),
+        .init(
+            kind: .renewalInfo, json: #"{"gracePeriodExpiresDate": 253402300800000}"#,
+            message:
+                #"field "gracePeriodExpiresDate": expected Unix milliseconds between 1970 and 9999, found a number"#),
         .init(
             kind: .transaction, json: #"{"originalTransactionId": 2000000847061981}"#,
             message: #"field "originalTransactionId": expected a string, found a number"#),
@@ -196,7 +211,8 @@ struct CustomerFactsPayloadTests {
             message: #"field "isInBillingRetryPeriod": expected a boolean, found a string"#),
         .init(
             kind: .renewalInfo, json: #"{"gracePeriodExpiresDate": {}}"#,
-            message: #"field "gracePeriodExpiresDate": expected Unix milliseconds (an integer), found an object"#),
+            message:
+                #"field "gracePeriodExpiresDate": expected Unix milliseconds between 1970 and 9999, found an object"#),
         .init(
             kind: .renewalInfo, json: #"{"eligibleWinBackOfferIds": "wb1"}"#,
             message: #"field "eligibleWinBackOfferIds": expected an array of strings, found a string"#),
@@ -382,13 +398,13 @@ struct CustomerFactsDerivationTests {
         #expect(facts.autoRenew == expected)
     }
 
-    @Test("a customer who only has an app transaction has no subscription and is keyed by appTransactionId")
+    @Test("a customer who only has an app transaction has an unknown status and is keyed by appTransactionId")
     func appTransactionOnly() throws {
         var app = appTransaction()
         app.receiptType = "Sandbox"
         let facts = try CustomerFacts.derive(transaction: nil, renewalInfo: nil, appTransaction: app, now: now)
         #expect(facts.customerKey == "704289572311371720")
-        #expect(facts.subscriptionStatus == SubscriptionStatus.neverSubscribed)
+        #expect(facts.subscriptionStatus == nil)
         #expect(!facts.hasSubscriptionHistory)
         #expect(facts.environment == "Sandbox")
         #expect(facts.daysSinceExpiry == nil)
@@ -396,13 +412,13 @@ struct CustomerFactsDerivationTests {
         #expect(facts.storefront == nil)
     }
 
-    @Test("a purchase that is not an auto-renewable subscription means no subscription")
+    @Test("a purchase that is not an auto-renewable subscription leaves the status unknown")
     func consumableOnly() throws {
         var transaction = subscription(expires: nil)
         transaction.type = "Consumable"
         transaction.subscriptionGroupIdentifier = nil
         let facts = try CustomerFacts.derive(transaction: transaction, renewalInfo: nil, appTransaction: nil, now: now)
-        #expect(facts.subscriptionStatus == SubscriptionStatus.neverSubscribed)
+        #expect(facts.subscriptionStatus == nil)
         #expect(!facts.hasSubscriptionHistory)
         #expect(facts.daysSubscribed == nil)
         #expect(facts.customerKey == "2000000847061981")

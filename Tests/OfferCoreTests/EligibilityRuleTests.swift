@@ -51,7 +51,7 @@ struct EligibilityRuleParsingTests {
         ValidCase(json: #"{"not": {"ownership": ["FAMILY_SHARED"]}}"#, rule: .not(.ownership(["FAMILY_SHARED"]))),
         ValidCase(
             json:
-                #"{"subscriptionStatus": ["active", "expired", "inGracePeriod", "inBillingRetry", "revoked", "none"]}"#,
+                #"{"subscriptionStatus": ["active", "expired", "inGracePeriod", "inBillingRetry", "revoked"]}"#,
             rule: .subscriptionStatus(SubscriptionStatus.allCases)),
         ValidCase(
             json: #"{"daysSinceExpiry": {"min": 30, "max": 365}}"#, rule: .daysSinceExpiry(.init(min: 30, max: 365))),
@@ -221,10 +221,6 @@ struct EligibilityRuleEvaluationTests {
             label: "subscriptionStatus fails an unlisted status", rule: #"{"subscriptionStatus": ["expired"]}"#,
             facts: lapsed.with { $0.subscriptionStatus = .active }, passed: false,
             code: "subscription_status_not_allowed", observed: "active"),
-        Case(
-            label: "subscriptionStatus matches none", rule: #"{"subscriptionStatus": ["none"]}"#,
-            facts: lapsed.with { $0.subscriptionStatus = SubscriptionStatus.neverSubscribed }, passed: true, code: "ok",
-            observed: "none"),
         Case(
             label: "subscriptionStatus fails when the status is unknown", rule: #"{"subscriptionStatus": ["expired"]}"#,
             facts: lapsed.with { $0.subscriptionStatus = nil }, passed: false, code: "subscription_status_unknown",

@@ -175,4 +175,65 @@ struct SignedDataVerifierTests {
             } throws: { ($0 as? SignedDataError)?.reason == .malformed }
         }
     }
+
+    @Test("each kind of signed data is accepted only as itself")
+    func kindsAreNotInterchangeable() throws {
+        let factory = try makeFactory()
+        let verifier = SignedDataVerifier(trustedRoots: [factory.root.certificate], allowedEnvironments: ["Sandbox"])
+        let transaction = try factory.sign(transaction())
+        let renewal = try factory.sign(SignedDataFactory.renewalInfo(signedDate: Self.now))
+        let app = try factory.sign(SignedDataFactory.appTransaction(bundleId: Self.bundleId, signedDate: Self.now))
+        let cases: [(String, SignedDataKind)] = [
+            (transaction, .renewalInfo), (transaction, .appTransaction), (renewal, .transaction),
+            (renewal, .appTransaction), (app, .transaction), (app, .renewalInfo),
+        ]
+        for (token, kind) in cases {
+            #expect {
+                _ = try verifier.verify(token, kind: kind, bundleId: Self.bundleId)
+            } throws: { ($0 as? SignedDataError)?.reason == .malformed }
+        }
+        for (token, kind) in [
+            (transaction, SignedDataKind.transaction), (renewal, .renewalInfo), (app, .appTransaction),
+        ] {
+            #expect(throws: Never.self) { _ = try verifier.verify(token, kind: kind, bundleId: Self.bundleId) }
+        }
+    }
+
+    @Test("an app transaction without signedDate is checked at its receiptCreationDate, as Apple's libraries do")
+    func appTransactionWithoutSignedDate() throws {
+        let factory = try makeFactory()
+        let verifier = SignedDataVerifier(trustedRoots: [factory.root.certificate], allowedEnvironments: ["Sandbox"])
+        let payload = SignedDataFactory.appTransaction(
+            bundleId: Self.bundleId, signedDate: Self.now, overrides: ["signedDate": .null])
+        #expect(throws: Never.self) {
+            _ = try verifier.verify(try factory.sign(payload), kind: .appTransaction, bundleId: Self.bundleId)
+        }
+        let late = SignedDataFactory.appTransaction(
+            bundleId: Self.bundleId, signedDate: Self.now,
+            overrides: ["signedDate": .null, "receiptCreationDate": .int(Self.now + 3 * 86_400_000)])
+        #expect {
+            _ = try verifier.verify(try factory.sign(late), kind: .appTransaction, bundleId: Self.bundleId)
+        } throws: { ($0 as? SignedDataError)?.reason == .untrustedChain }
+    }
+
+    @Test("Xcode's fractional signedDate is accepted; dates out of range are malformed")
+    func xcodeDates() throws {
+        let factory = try makeFactory()
+        let verifier = SignedDataVerifier(trustedRoots: [factory.root.certificate], allowedEnvironments: ["Sandbox"])
+        let fractional = SignedDataFactory.subscriptionTransaction(
+            bundleId: Self.bundleId, purchaseDate: 1, expiresDate: 2, signedDate: 0, environment: "Xcode",
+            overrides: ["signedDate": .double(Double(Self.now) + 0.485)])
+        #expect(throws: Never.self) {
+            _ = try verifier.verify(
+                try factory.signForLocalTesting(fractional), kind: .transaction, bundleId: Self.bundleId,
+                allowLocalTesting: true)
+        }
+        let negative = SignedDataFactory.subscriptionTransaction(
+            bundleId: Self.bundleId, purchaseDate: 1, expiresDate: 2, signedDate: -5, environment: "Xcode")
+        #expect {
+            _ = try verifier.verify(
+                try factory.signForLocalTesting(negative), kind: .transaction, bundleId: Self.bundleId,
+                allowLocalTesting: true)
+        } throws: { ($0 as? SignedDataError)?.reason == .malformed }
+    }
 }
