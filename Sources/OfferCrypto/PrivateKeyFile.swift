@@ -9,7 +9,9 @@
 public enum PrivateKeyFile {
     /// Reads and parses a P-256 PKCS#8 PEM key file.
     public static func load(path: String) throws -> SigningKey {
-        let bytes = try readProtected(path: path)
+        var bytes = try readProtected(path: path)
+        // Key bytes do not outlive the parse in this process's heap.
+        defer { bytes.withUnsafeMutableBytes { if let base = $0.baseAddress { memset(base, 0, $0.count) } } }
         do {
             return try SigningKey(pem: bytes)
         } catch let error as CryptoError {
@@ -17,11 +19,18 @@ public enum PrivateKeyFile {
         }
     }
 
-    /// Reads a file that must not be readable, writable or executable by group or others.
+    /// Reads a file that must not be readable, writable or executable by group or others. The checks run on
+    /// the opened file (`fstat`), so the file checked is the file read. Symbolic links are followed, as
+    /// Kubernetes mounts secrets through them; the mode checked is the target's.
     public static func readProtected(path: String) throws -> [UInt8] {
-        var info = stat()
-        guard stat(path, &info) == 0 else {
+        let fd = open(path, O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else {
             if errno == ENOENT { throw CryptoError(.keyFileMissing, "\(path): key file not found") }
+            throw CryptoError(.keyFileUnreadable, "\(path): cannot open key file (errno \(errno))")
+        }
+        defer { close(fd) }
+        var info = stat()
+        guard fstat(fd, &info) == 0 else {
             throw CryptoError(.keyFileUnreadable, "\(path): cannot stat key file (errno \(errno))")
         }
         guard (info.st_mode & S_IFMT) == S_IFREG else {
@@ -34,17 +43,15 @@ public enum PrivateKeyFile {
                 .keyFileTooOpen,
                 "\(path): key file mode is 0\(octal); group and others must have no access (run: chmod 600 \(path))")
         }
-        guard let file = fopen(path, "rb") else {
-            throw CryptoError(.keyFileUnreadable, "\(path): cannot open key file (errno \(errno))")
-        }
-        defer { fclose(file) }
-        var bytes = [UInt8]()
-        var chunk = [UInt8](repeating: 0, count: 4096)
-        while true {
-            let count = fread(&chunk, 1, chunk.count, file)
-            if count > 0 { bytes.append(contentsOf: chunk[0..<count]) }
-            if count < chunk.count { break }
-            if bytes.count > 1 << 20 { throw CryptoError(.invalidKey, "\(path): key file is too large") }
+        guard info.st_size <= 1 << 20 else { throw CryptoError(.invalidKey, "\(path): key file is too large") }
+        var bytes = [UInt8](repeating: 0, count: Int(info.st_size))
+        var filled = 0
+        while filled < bytes.count {
+            let count = bytes[filled...].withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
+            guard count > 0 else {
+                throw CryptoError(.keyFileUnreadable, "\(path): cannot read key file (errno \(errno))")
+            }
+            filled += count
         }
         return bytes
     }

@@ -22,7 +22,14 @@ public final class SigningKey: @unchecked Sendable {
             throw CryptoError(.internalFailure, "cannot allocate a memory BIO")
         }
         defer { BIO_free(bio) }
-        guard let key = PEM_read_bio_PrivateKey(bio, nil, nil, nil) else {
+        let encryptedMarkers = ["-----BEGIN ENCRYPTED PRIVATE KEY-----", "Proc-Type: 4,ENCRYPTED"]
+        let text = String(decoding: pem.prefix(200), as: UTF8.self)
+        if encryptedMarkers.contains(where: { text.contains($0) }) {
+            throw CryptoError(
+                .invalidKey, "encrypted keys are not supported; use the .p8 file as App Store Connect gives it")
+        }
+        // A passphrase callback that refuses: without it OpenSSL would prompt on the terminal and block.
+        guard let key = PEM_read_bio_PrivateKey(bio, nil, refusePassphrase, nil) else {
             OpenSSLError.drain()
             throw CryptoError(.invalidKey, "not a PEM private key (expected PKCS#8 'BEGIN PRIVATE KEY')")
         }
@@ -154,4 +161,11 @@ public final class SigningKey: @unchecked Sendable {
         }
         return String(decoding: buffer.prefix(while: { $0 != 0 }).map { UInt8(bitPattern: $0) }, as: UTF8.self)
     }
+}
+
+/// OpenSSL's `pem_password_cb`: supplies no passphrase, so reading an encrypted key fails instead of prompting.
+private func refusePassphrase(
+    _ buffer: UnsafeMutablePointer<CChar>?, _ size: Int32, _ writing: Int32, _ context: UnsafeMutableRawPointer?
+) -> Int32 {
+    0
 }

@@ -80,6 +80,30 @@ struct SigningKeyTests {
         #expect(throws: CryptoError.self) { _ = try SigningKey(pem: Array("not a key".utf8)) }
     }
 
+    @Test("passphrase-protected keys are refused with a clear message, never a prompt", arguments: ["pkcs8", "ec"])
+    func encryptedKeys(form: String) throws {
+        let directory = NSTemporaryDirectory() + "offer-signer-enc-\(UUID().uuidString)"
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let plain = directory + "/plain.pem"
+        try PrivateKeyFile.writeNew(path: plain, contents: try SigningKey.generate().pkcs8PEM())
+        let encrypted = directory + "/encrypted.pem"
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/openssl")
+        process.arguments =
+            form == "pkcs8"
+            ? ["pkcs8", "-topk8", "-in", plain, "-passout", "pass:secret", "-out", encrypted]
+            : ["ec", "-in", plain, "-aes256", "-passout", "pass:secret", "-out", encrypted]
+        try process.run()
+        process.waitUntilExit()
+        try #require(process.terminationStatus == 0)
+        #expect {
+            _ = try SigningKey(pem: Array(try Data(contentsOf: URL(fileURLWithPath: encrypted))))
+        } throws: { error in
+            (error as? CryptoError)?.message.contains("encrypted keys are not supported") == true
+        }
+    }
+
     @Test("key files must be private, present and regular")
     func keyFilePermissions() throws {
         let directory = NSTemporaryDirectory() + "offer-signer-keys-\(UUID().uuidString)"
