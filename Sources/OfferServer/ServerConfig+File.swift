@@ -23,6 +23,11 @@ extension ServerConfig {
                 "$.apps[\(index)].localTesting: \(app.bundleId) accepts Xcode/LocalTesting signed data that anyone "
                     + "can make; never turn this on in production")
         }
+        if !trust.rootCertificateFiles.isEmpty && trust.environments.contains("Sandbox") {
+            out.append(
+                "$.trust.environments: Sandbox data is accepted; any sandbox or TestFlight tester can make it, so "
+                    + "keep Sandbox to staging deployments")
+        }
         if trust.rootCertificateFiles.isEmpty {
             out.append("$.trust: no root certificates; only offers with requiresVerifiedCustomer false can be signed")
         }

@@ -14,8 +14,9 @@ public struct ServerConfig: Sendable {
     public struct Trust: Sendable {
         /// DER (or PEM) root certificates trusted for App Store signed data; paths resolved.
         public var rootCertificateFiles: [String] = []
-        /// Environments accepted in signed data: `Production`, `Sandbox`.
-        public var environments: [String] = ["Production", "Sandbox"]
+        /// Environments accepted in signed data: `Production`, `Sandbox`. Production only unless listed: any
+        /// sandbox or TestFlight tester can make real Apple-signed Sandbox data.
+        public var environments: [String] = ["Production"]
     }
 
     public struct Key: Sendable {

@@ -56,6 +56,7 @@ struct ServerConfigTests {
             """)
         #expect(config.listen.host == "127.0.0.1" && config.listen.port == 8080)
         #expect(config.trust.rootCertificateFiles.isEmpty)
+        #expect(config.trust.environments == ["Production"])
         #expect(config.apps[0].activeKeyId == "K1")
         #expect(config.apps[0].offers[0].requiresVerifiedCustomer)
         #expect(config.apps[0].offers[0].eligibility == nil)
