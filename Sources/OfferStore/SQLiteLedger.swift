@@ -27,6 +27,28 @@ public final class SQLiteLedger: Ledger {
             """)
         try connection.execute(
             "CREATE INDEX IF NOT EXISTS issued_by_customer ON issued_signatures (bundle_id, offer_id, customer_key)")
+        // Totals per offer, kept in step with the records in the same transactions, so checking a `total`
+        // limit costs one row read however many signatures were issued.
+        let hasTotals =
+            try connection.scalar(
+                "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'offer_totals'", [])
+            > 0
+        if !hasTotals {
+            try connection.execute("BEGIN IMMEDIATE")
+            try connection.execute(
+                """
+                CREATE TABLE offer_totals (
+                    bundle_id TEXT NOT NULL, offer_id TEXT NOT NULL, issued INTEGER NOT NULL,
+                    PRIMARY KEY (bundle_id, offer_id)
+                )
+                """)
+            try connection.execute(
+                """
+                INSERT INTO offer_totals (bundle_id, offer_id, issued)
+                SELECT bundle_id, offer_id, count(*) FROM issued_signatures GROUP BY bundle_id, offer_id
+                """)
+            try connection.execute("COMMIT")
+        }
         self.connection = Mutex(connection)
     }
 
@@ -53,6 +75,12 @@ public final class SQLiteLedger: Ledger {
                             reservation.customerKey.map(Connection.Value.text) ?? .null, .text(reservation.nonce),
                             .text(reservation.keyId), .text(reservation.format), .integer(reservation.issuedAt),
                         ])
+                    try connection.run(
+                        """
+                        INSERT INTO offer_totals (bundle_id, offer_id, issued) VALUES (?1, ?2, 1)
+                        ON CONFLICT (bundle_id, offer_id) DO UPDATE SET issued = issued + 1
+                        """,
+                        [.text(reservation.bundleId), .text(reservation.offerId)])
                 }
                 try connection.execute("COMMIT")
                 return outcome
@@ -65,7 +93,20 @@ public final class SQLiteLedger: Ledger {
 
     public func release(nonce: String) throws(LedgerError) {
         try connection.withLock { (connection: inout Connection) throws(LedgerError) in
-            try connection.run("DELETE FROM issued_signatures WHERE nonce = ?1", [.text(nonce)])
+            try connection.execute("BEGIN IMMEDIATE")
+            do throws(LedgerError) {
+                try connection.run(
+                    """
+                    UPDATE offer_totals SET issued = issued - 1
+                    WHERE (bundle_id, offer_id) IN (SELECT bundle_id, offer_id FROM issued_signatures WHERE nonce = ?1)
+                    """,
+                    [.text(nonce)])
+                try connection.run("DELETE FROM issued_signatures WHERE nonce = ?1", [.text(nonce)])
+                try connection.execute("COMMIT")
+            } catch {
+                try? connection.execute("ROLLBACK")
+                throw error
+            }
         }
     }
 
@@ -88,7 +129,7 @@ public final class SQLiteLedger: Ledger {
 
     public func isHealthy() -> Bool {
         connection.withLock { (connection: inout Connection) -> Bool in
-            (try? connection.scalar("SELECT count(*) FROM issued_signatures LIMIT 1", [])) != nil
+            (try? connection.scalar("SELECT count(*) FROM sqlite_master", [])) != nil
         }
     }
 
@@ -122,7 +163,7 @@ public final class SQLiteLedger: Ledger {
         }
         return Int(
             try connection.scalar(
-                "SELECT count(*) FROM issued_signatures WHERE bundle_id = ?1 AND offer_id = ?2",
+                "SELECT coalesce(sum(issued), 0) FROM offer_totals WHERE bundle_id = ?1 AND offer_id = ?2",
                 [.text(bundleId), .text(offerId)]))
     }
 }

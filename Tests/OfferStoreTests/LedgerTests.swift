@@ -100,4 +100,21 @@ struct LedgerTests {
     func unopenable() {
         #expect(throws: LedgerError.self) { _ = try SQLiteLedger(path: "/nonexistent-dir/x/ledger.sqlite") }
     }
+
+    @Test("a ledger from before the totals table gets its totals counted on open")
+    func totalsMigration() throws {
+        let path = Self.temporaryPath()
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        do {
+            let ledger = try SQLiteLedger(path: path)
+            for customer in ["a", "b", "c"] {
+                #expect(try ledger.reserve(reservation(customer), limits: ReservationLimits()) == .reserved)
+            }
+        }
+        try Connection(path: path).execute("DROP TABLE offer_totals")
+        let reopened = try SQLiteLedger(path: path)
+        #expect(try reopened.count(bundleId: "com.example", offerId: "o1", customerKey: nil) == 3)
+        #expect(try reopened.reserve(reservation("d"), limits: ReservationLimits(total: 3)) == .totalLimitReached)
+        #expect(try reopened.reserve(reservation("d"), limits: ReservationLimits(total: 4)) == .reserved)
+    }
 }
