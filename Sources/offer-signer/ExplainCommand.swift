@@ -42,6 +42,9 @@ enum ExplainCommand {
                     "--\(option) \(path): untrusted signed data (\(error.reason.rawValue)): \(error.message)")
             }
         }
+        if options["signed-renewal-info"] != nil && options["signed-transaction"] == nil {
+            throw UsageError("--signed-renewal-info needs the --signed-transaction it belongs to, as the service does")
+        }
         let transaction = try verified("signed-transaction", .transaction)
         let renewal = try verified("signed-renewal-info", .renewalInfo)
         let appTransaction = try verified("signed-app-transaction", .appTransaction)

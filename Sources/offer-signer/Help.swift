@@ -78,17 +78,19 @@ enum Help {
         Verifies the signed data (files holding the JWS text) as the service would and prints the full
         decision trace: each rule, the observed fact, the expected value, PASS or FAIL. --at evaluates at
         another time (default now). --bundle-id is needed only when several apps offer the same offer ID.
-        Exit status 0 when eligible, 3 when not eligible, 1 on error.
+        Exit status 0 when eligible, 3 when not eligible, 1 on error (such as untrusted signed data),
+        2 on a usage mistake (such as an offer ID several apps share, without --bundle-id).
         """
 
     static let testkit = """
         Usage:
           offer-signer testkit ca --out DIR [--valid-from ISO8601] [--valid-until ISO8601]
-          offer-signer testkit sign transaction|renewal-info|app-transaction --ca DIR --payload FILE|-
+          offer-signer testkit sign transaction|renewal-info|app-transaction --ca DIR --payload FILE|- [--xcode]
 
         `ca` writes a test root (root.cer, DER), an intermediate and a leaf carrying Apple's marker
         extensions, and the leaf's key, to DIR. Trust root.cer in a test configuration.
         `sign` signs a JSON payload (Apple's field names; signedDate is added when missing) as an Apple-like
-        JWS with the test chain in x5c, and prints the JWS.
+        JWS with the test chain in x5c, and prints the JWS. --xcode signs with the self-signed xcode.cer instead,
+        as Xcode's StoreKit testing does (accepted only by apps with "localTesting": true).
         """
 }
