@@ -45,6 +45,9 @@ public struct CustomerFacts: Sendable, Equatable {
     /// `recentSubscriptionStartDate`, else the transaction's `originalPurchaseDate`) to the end of paid
     /// service (the earliest of now, `expiresDate` and `revocationDate`). Never negative.
     public var daysSubscribed: Int?
+    /// Whole days since Apple signed the oldest of the payloads sent (`signedDate`, or an app transaction's
+    /// `receiptCreationDate`).
+    public var signedDataAgeDays: Int?
     /// The transaction's product, else the renewal info's.
     public var productId: String?
     public var subscriptionGroupId: String?
@@ -111,6 +114,10 @@ public struct CustomerFacts: Sendable, Equatable {
             }
         }
         facts.eligibleWinBackOfferIds = renewalInfo?.eligibleWinBackOfferIds ?? []
+        let signedDates = [transaction?.signedDate, renewalInfo?.signedDate, appTransaction?.signedDate].compactMap {
+            $0
+        }
+        if let oldest = signedDates.min() { facts.signedDataAgeDays = oldest <= now ? days(now - oldest) : 0 }
 
         let subscription = transaction.flatMap { $0.isAutoRenewableSubscription ? $0 : nil }
         facts.hasSubscriptionHistory = subscription != nil || renewalInfo != nil

@@ -171,6 +171,8 @@ extension EligibilityRule {
             return days(facts.daysSinceExpiry, in: range, code: "days_since_expiry", path: path)
         case .daysSubscribed(let range):
             return days(facts.daysSubscribed, in: range, code: "days_subscribed", path: path)
+        case .signedDataAgeDays(let range):
+            return days(facts.signedDataAgeDays, in: range, code: "signed_data_age_days", path: path)
         case .autoRenew(let wanted):
             return membership(
                 facts.autoRenew, in: [wanted], describe: { $0 ? "on" : "off" }, code: "auto_renew", path: path,

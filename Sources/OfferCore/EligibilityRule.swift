@@ -21,6 +21,9 @@ public indirect enum EligibilityRule: Sendable, Equatable {
     case daysSubscribed(DayRange)
     /// `{"autoRenew": false}`
     case autoRenew(Bool)
+    /// `{"signedDataAgeDays": {"max": 7}}`: whole days since Apple signed the oldest signed data sent,
+    /// against replays of an old transaction whose state has since changed.
+    case signedDataAgeDays(DayRange)
     /// `{"expirationIntent": [1, 2]}`, values 1 to 5.
     case expirationIntent([Int])
     /// `{"storefronts": ["USA", "GBR"]}`, ISO 3166-1 alpha-3 in uppercase.
@@ -68,7 +71,7 @@ public indirect enum EligibilityRule: Sendable, Equatable {
     /// Every rule name the configuration accepts.
     public static let names = [
         "all", "any", "not", "always", "subscriptionStatus", "daysSinceExpiry", "daysSubscribed", "autoRenew",
-        "expirationIntent", "storefronts", "environments", "productIds", "ownership", "rollout",
+        "expirationIntent", "storefronts", "environments", "productIds", "ownership", "rollout", "signedDataAgeDays",
     ]
     /// The values of `environments`.
     public static let environmentNames = ["Production", "Sandbox", "Xcode", "LocalTesting"]
@@ -86,6 +89,7 @@ public indirect enum EligibilityRule: Sendable, Equatable {
         case .daysSinceExpiry: return "daysSinceExpiry"
         case .daysSubscribed: return "daysSubscribed"
         case .autoRenew: return "autoRenew"
+        case .signedDataAgeDays: return "signedDataAgeDays"
         case .expirationIntent: return "expirationIntent"
         case .storefronts: return "storefronts"
         case .environments: return "environments"
@@ -127,6 +131,7 @@ public indirect enum EligibilityRule: Sendable, Equatable {
                 })
         case "daysSinceExpiry": return .daysSinceExpiry(try parseDayRange(argument, path: at))
         case "daysSubscribed": return .daysSubscribed(try parseDayRange(argument, path: at))
+        case "signedDataAgeDays": return .signedDataAgeDays(try parseDayRange(argument, path: at))
         case "autoRenew":
             guard case .bool(let flag) = argument else {
                 throw ConfigError(path: at, "expected true or false, found \(describe(argument))")

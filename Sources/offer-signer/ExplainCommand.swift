@@ -89,6 +89,7 @@ enum ExplainCommand {
         parts.append("status=\(facts.subscriptionStatus?.rawValue ?? "absent")")
         if let days = facts.daysSinceExpiry { parts.append("daysSinceExpiry=\(days)") }
         if let days = facts.daysSubscribed { parts.append("daysSubscribed=\(days)") }
+        if let days = facts.signedDataAgeDays { parts.append("signedDataAgeDays=\(days)") }
         if let product = facts.productId { parts.append("product=\(product)") }
         if let group = facts.subscriptionGroupId { parts.append("group=\(group)") }
         if let autoRenew = facts.autoRenew { parts.append("autoRenew=\(autoRenew)") }

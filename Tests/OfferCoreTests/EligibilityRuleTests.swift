@@ -42,6 +42,7 @@ struct EligibilityRuleParsingTests {
 
     static let validCases: [ValidCase] = [
         ValidCase(json: #"{"always": true}"#, rule: .always),
+        ValidCase(json: #"{"signedDataAgeDays": {"max": 7}}"#, rule: .signedDataAgeDays(.init(min: nil, max: 7))),
         ValidCase(
             json: #"{"all": [{"autoRenew": false}, {"storefronts": ["USA", "GBR"]}]}"#,
             rule: .all([.autoRenew(false), .storefronts(["USA", "GBR"])])),
@@ -758,5 +759,53 @@ struct EligibilityRuleWindowTests {
         #expect(
             RuleTrace.offer(window: .always, eligibility: nil, facts: CustomerFacts(), now: 0, path: "$.o").decision
                 == .eligible)
+    }
+}
+
+@Suite("Eligibility rules: age of the signed data")
+struct SignedDataAgeTests {
+    static let day: Int64 = 86_400_000
+    static let now: Int64 = 1_796_083_200_000
+
+    func facts(signedDaysAgo: [Int64]) throws -> CustomerFacts {
+        var transaction = JWSTransactionPayload()
+        transaction.originalTransactionId = "1"
+        transaction.transactionId = "1"
+        transaction.type = JWSTransactionPayload.autoRenewableSubscriptionType
+        transaction.expiresDate = Self.now - 40 * Self.day
+        transaction.signedDate = Self.now - signedDaysAgo[0] * Self.day
+        var renewal: JWSRenewalInfoPayload?
+        if signedDaysAgo.count > 1 {
+            var info = JWSRenewalInfoPayload()
+            info.originalTransactionId = "1"
+            info.signedDate = Self.now - signedDaysAgo[1] * Self.day
+            renewal = info
+        }
+        return try CustomerFacts.derive(
+            transaction: transaction, renewalInfo: renewal, appTransaction: nil, now: Self.now)
+    }
+
+    @Test("the age is that of the oldest payload sent")
+    func oldestCounts() throws {
+        #expect(try facts(signedDaysAgo: [3]).signedDataAgeDays == 3)
+        #expect(try facts(signedDaysAgo: [0, 9]).signedDataAgeDays == 9)
+        #expect(try facts(signedDaysAgo: [40, 1]).signedDataAgeDays == 40)
+    }
+
+    @Test("signedDataAgeDays passes fresh data, refuses old data by code, fails when unknown")
+    func rule() throws {
+        let rule = try EligibilityRule.parse(
+            try JSONParser.parse(#"{"signedDataAgeDays": {"max": 7}}"#), path: "$.r")
+        let fresh = rule.evaluate(try facts(signedDaysAgo: [7]), path: "$.r")
+        #expect(fresh.passed)
+        let stale = rule.evaluate(try facts(signedDaysAgo: [8]), path: "$.r")
+        #expect(!stale.passed)
+        #expect(stale.code == "signed_data_age_days_out_of_range")
+        #expect(stale.decision == .ineligible([IneligibilityReason(rule: "signedDataAgeDays", code: stale.code)]))
+        let unknown = rule.evaluate(CustomerFacts(), path: "$.r")
+        #expect(unknown.code == "signed_data_age_days_unknown")
+        #expect(throws: ConfigError.self) {
+            _ = try EligibilityRule.parse(try JSONParser.parse(#"{"signedDataAgeDays": {"max": -1}}"#), path: "$.r")
+        }
     }
 }
