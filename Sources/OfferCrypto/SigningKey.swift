@@ -51,37 +51,28 @@ public final class SigningKey: @unchecked Sendable {
 
     /// Makes a new random P-256 key.
     public static func generate() throws -> SigningKey {
-        guard let ctx = EVP_PKEY_CTX_new_from_name(nil, "EC", nil) else {
-            throw CryptoError(.internalFailure, "cannot create a key generation context")
-        }
-        defer { EVP_PKEY_CTX_free(ctx) }
-        var key: OpaquePointer?
-        guard EVP_PKEY_keygen_init(ctx) == 1,
-            EVP_PKEY_CTX_set_group_name(ctx, "P-256") == 1,
-            EVP_PKEY_generate(ctx, &key) == 1, let key
-        else {
-            OpenSSLError.drain()
-            throw CryptoError(.internalFailure, "P-256 key generation failed")
-        }
-        return try SigningKey(taking: key)
+        try SigningKey(taking: try generateKey(curve: "P-256"))
     }
 
     /// Generates a P-384 key, used only by the test kit for Apple-like root and intermediate CAs.
     public static func generateP384ForTesting() throws -> SigningKey {
+        SigningKey(unchecked: try generateKey(curve: "P-384"))
+    }
+
+    private static func generateKey(curve: String) throws -> OpaquePointer {
         guard let ctx = EVP_PKEY_CTX_new_from_name(nil, "EC", nil) else {
             throw CryptoError(.internalFailure, "cannot create a key generation context")
         }
         defer { EVP_PKEY_CTX_free(ctx) }
         var key: OpaquePointer?
         guard EVP_PKEY_keygen_init(ctx) == 1,
-            EVP_PKEY_CTX_set_group_name(ctx, "P-384") == 1,
+            EVP_PKEY_CTX_set_group_name(ctx, curve) == 1,
             EVP_PKEY_generate(ctx, &key) == 1, let key
         else {
             OpenSSLError.drain()
-            throw CryptoError(.internalFailure, "P-384 key generation failed")
+            throw CryptoError(.internalFailure, "\(curve) key generation failed")
         }
-        let holder = SigningKey(unchecked: key)
-        return holder
+        return key
     }
 
     private init(unchecked pkey: OpaquePointer) { self.pkey = pkey }
