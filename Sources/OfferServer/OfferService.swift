@@ -101,13 +101,9 @@ public final class OfferService: Sendable {
         }
         let now = clock()
         let customer = try verifiedCustomer(body, app: app, now: now)
-        let decision = OfferEvaluation.evaluate(offer, customer: customer, now: now).decision
-        guard case .eligible = decision else {
-            if case .ineligible(let reasons) = decision {
-                metrics.recordDecision(kind: "promotional", eligible: false)
-                throw APIError.notEligible(reasons)
-            }
-            throw APIError.internalError
+        if case .ineligible(let reasons) = OfferEvaluation.evaluate(offer, customer: customer, now: now).decision {
+            metrics.recordDecision(kind: "promotional", eligible: false)
+            throw APIError.notEligible(reasons)
         }
         let key = app.signingKey
         let nonce = nonce()
