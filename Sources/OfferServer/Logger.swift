@@ -29,7 +29,17 @@ public struct Logger: Sendable {
 
     private func write(_ level: Level, _ message: () -> String) {
         guard level >= self.level else { return }
-        let line = Array("level=\(level.label) msg=\"\(message())\"\n".utf8)
+        // One event, one line: newlines and quotes inside the message are escaped.
+        var text = ""
+        for character in message() {
+            switch character {
+            case "\n", "\r", "\r\n": text += "\\n"
+            case "\"": text += "\\\""
+            case "\\": text += "\\\\"
+            default: text.append(character)
+            }
+        }
+        let line = Array("level=\(level.label) msg=\"\(text)\"\n".utf8)
         line.withUnsafeBytes { _ = Glibc.write(2, $0.baseAddress, $0.count) }
     }
 }

@@ -10,6 +10,8 @@ public final class OfferCatalog: Sendable {
         public let signingKey: OfferSigningKey
         /// Every loaded key, the signing one included, by key ID (the others stay for rotation).
         public let keys: [String: OfferSigningKey]
+        /// The verifier of the catalog this app belongs to, so one request never mixes two configurations.
+        public let verifier: SignedDataVerifier
         let offersById: [String: ServerConfig.Offer]
 
         public func offer(_ id: String) -> ServerConfig.Offer? { offersById[id] }
@@ -30,7 +32,7 @@ public final class OfferCatalog: Sendable {
         throws(ConfigErrors) -> OfferCatalog
     {
         var errors: [ConfigError] = []
-        var apps: [String: App] = [:]
+        var loaded: [(ServerConfig.App, OfferSigningKey, [String: OfferSigningKey])] = []
         for (appIndex, app) in config.apps.enumerated() {
             var keys: [String: OfferSigningKey] = [:]
             for (keyIndex, key) in app.keys.enumerated() {
@@ -46,8 +48,7 @@ public final class OfferCatalog: Sendable {
                 }
             }
             guard let signingKey = keys[app.activeKeyId] else { continue }
-            let offers = Dictionary(app.offers.map { ($0.id, $0) }, uniquingKeysWith: { first, _ in first })
-            apps[app.bundleId] = App(config: app, signingKey: signingKey, keys: keys, offersById: offers)
+            loaded.append((app, signingKey, keys))
         }
         var roots: [Certificate] = []
         for (index, file) in config.trust.rootCertificateFiles.enumerated() {
@@ -62,6 +63,12 @@ public final class OfferCatalog: Sendable {
         }
         guard errors.isEmpty else { throw ConfigErrors(errors) }
         let verifier = SignedDataVerifier(trustedRoots: roots, allowedEnvironments: Set(config.trust.environments))
+        var apps: [String: App] = [:]
+        for (app, signingKey, keys) in loaded {
+            let offers = Dictionary(app.offers.map { ($0.id, $0) }, uniquingKeysWith: { first, _ in first })
+            apps[app.bundleId] = App(
+                config: app, signingKey: signingKey, keys: keys, verifier: verifier, offersById: offers)
+        }
         return OfferCatalog(apps: apps, verifier: verifier)
     }
 

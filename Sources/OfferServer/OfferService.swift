@@ -1,6 +1,7 @@
 import OfferCore
 import OfferCrypto
 import OfferStore
+import Synchronization
 
 /// The HTTP API of the service, independent of the HTTP server: routes a complete request to its
 /// handler and maps every failure to a JSON error. Handlers are synchronous and share only immutable state.
@@ -10,7 +11,8 @@ public final class OfferService: Sendable {
     /// A fresh lowercase UUID v4 per signature.
     public typealias NonceSource = @Sendable () -> String
 
-    let catalog: OfferCatalog
+    /// The apps, keys and trust in force; replaced whole by `reload` (SIGHUP). A request reads it once.
+    private let currentCatalog: Mutex<OfferCatalog>
     /// Records issued signatures and enforces offer `limits`; `nil` when no offer has limits.
     let ledger: (any Ledger)?
     let clock: Clock
@@ -23,12 +25,21 @@ public final class OfferService: Sendable {
         nonce: @escaping NonceSource = SecureRandom.uuidV4, metrics: Metrics = Metrics(),
         log: Logger = Logger(level: .info)
     ) {
-        self.catalog = catalog
+        self.currentCatalog = Mutex(catalog)
         self.ledger = ledger
         self.clock = clock
         self.nonce = nonce
         self.metrics = metrics
         self.log = log
+    }
+
+    /// The catalog requests are served from now.
+    public var catalog: OfferCatalog { currentCatalog.withLock { $0 } }
+
+    /// Serves later requests from `catalog`; requests in flight finish with the one they started with.
+    /// The ledger is kept: its records outlive configurations.
+    public func replaceCatalog(_ catalog: OfferCatalog) {
+        currentCatalog.withLock { $0 = catalog }
     }
 
     /// The routes: path to the one method it accepts.
@@ -271,6 +282,7 @@ public final class OfferService: Sendable {
     }
 
     func readiness() -> HTTPResponse {
+        let catalog = self.catalog
         guard !catalog.apps.isEmpty else { return APIError.notReady("no app is configured").response }
         if let ledger, !ledger.isHealthy() { return APIError.notReady("the ledger does not answer").response }
         var writer = JSONWriter()
@@ -352,7 +364,7 @@ public final class OfferService: Sendable {
     {
         guard let token = try body.optionalString(field) else { return nil }
         do {
-            return try catalog.verifier.verify(
+            return try app.verifier.verify(
                 token, kind: kind, bundleId: app.config.bundleId, allowLocalTesting: app.config.localTesting)
         } catch {
             metrics.recordVerificationFailure(reason: error.reason.rawValue)

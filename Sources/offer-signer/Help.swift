@@ -28,7 +28,9 @@ enum Help {
 
         Serves the HTTP API on HOST:PORT (default: the config's "listen", else 127.0.0.1:8080).
         Prints "offer-signer listening on http://HOST:PORT" once ready. SIGTERM or SIGINT stop it
-        gracefully: new connections are refused, requests in flight finish, exit status 0.
+        gracefully: new connections are refused, requests in flight finish, exit status 0. SIGHUP reloads
+        the configuration, keys and roots (for key rotation); if anything fails to load, the previous
+        configuration keeps serving and the reason is logged. "listen" and "storage" need a restart.
 
           --config FILE      configuration file (JSON), required
           --host HOST        listen address, overrides the config

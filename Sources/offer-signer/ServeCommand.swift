@@ -21,7 +21,8 @@ enum ServeCommand {
         case let other: throw UsageError("--log-level must be debug, info, warning or error, not \(other)")
         }
         let log = Logger(level: level)
-        let (config, catalog) = try loadConfiguration(try options.required("config"))
+        let configPath = try options.required("config")
+        let (config, catalog) = try loadConfiguration(configPath)
         for warning in config.warnings { log.warning(warning) }
         let host = options["host"] ?? config.listen.host
         var port = config.listen.port
@@ -38,6 +39,7 @@ enum ServeCommand {
         sigemptyset(&signals)
         sigaddset(&signals, SIGTERM)
         sigaddset(&signals, SIGINT)
+        sigaddset(&signals, SIGHUP)
         pthread_sigmask(SIG_BLOCK, &signals, nil)
         signal(SIGPIPE, SIG_IGN)
 
@@ -64,11 +66,43 @@ enum ServeCommand {
             "serving \(catalog.apps.count) app(s) with \(catalog.apps.values.reduce(0) { $0 + $1.keys.count }) key(s)")
 
         var received: Int32 = 0
-        sigwait(&signals, &received)
+        var running = config
+        while true {
+            sigwait(&signals, &received)
+            guard received == SIGHUP else { break }
+            running = reload(configPath, into: service, running: running, log: log) ?? running
+        }
         log.info("received signal \(received); stopping after requests in flight")
         server.stop(graceSeconds: 10)
         log.info("stopped")
         return 0
+    }
+
+    /// SIGHUP: reads the configuration, keys and roots again and serves from them if all load; otherwise
+    /// keeps serving the last good configuration and logs why. `listen` and `storage` need a restart.
+    static func reload(
+        _ path: String, into service: OfferService, running: ServerConfig, log: Logger
+    )
+        -> ServerConfig?
+    {
+        do {
+            let (config, catalog) = try loadConfiguration(path)
+            if config.storage != running.storage || config.listen.host != running.listen.host
+                || config.listen.port != running.listen.port
+            {
+                log.warning("reload: changes to listen or storage take effect only after a restart")
+            }
+            for warning in config.warnings { log.warning(warning) }
+            service.replaceCatalog(catalog)
+            let keys = catalog.apps.values.reduce(0) { $0 + $1.keys.count }
+            log.info("reloaded \(path): \(catalog.apps.count) app(s) with \(keys) key(s)")
+            return config
+        } catch let error as CommandError {
+            log.error("reload failed; still serving the previous configuration: \(error.message)")
+        } catch {
+            log.error("reload failed; still serving the previous configuration")
+        }
+        return nil
     }
 
     /// Loads the configuration file, its keys and roots; every problem is reported with its JSON path.

@@ -225,6 +225,42 @@ def test_rotation_active_key_signs(tmp_path, signing_key, rotated_key):
         assert server.stop(signal.SIGTERM, timeout=5) == 0
 
 
+def test_sighup_reloads_keys_and_keeps_last_good_config(tmp_path, signing_key, rotated_key):
+    """Rotation without a restart: SIGHUP picks up a new active key; a broken file changes nothing."""
+    config = write_config(tmp_path / "config.json", [signing_key])
+    server = Server.start(config, tmp_path)
+    try:
+        assert server.promo().json()["keyId"] == signing_key.key_id
+        write_config(config, [signing_key, rotated_key], active_key_id=rotated_key.key_id)
+        server.process.send_signal(signal.SIGHUP)
+        deadline = time.monotonic() + 5
+        while server.promo().json()["keyId"] != rotated_key.key_id:
+            assert time.monotonic() < deadline, "the new key was not picked up after SIGHUP"
+            time.sleep(0.05)
+        token = server.promo().json()["compactJWS"]
+        jwt.decode(token, rotated_key.public_key, algorithms=["ES256"], audience="promotional-offer")
+        assert server.request("GET", "/readyz").json()["keys"] == 2
+
+        broken = json.loads(config.read_text())
+        broken["colour"] = "red"
+        config.write_text(json.dumps(broken))
+        server.process.send_signal(signal.SIGHUP)
+        deadline = time.monotonic() + 5
+        while "reload failed" not in server.stderr_path.read_text(errors="replace"):
+            assert time.monotonic() < deadline, "no reload failure was logged"
+            time.sleep(0.05)
+        assert server.process.poll() is None
+        after = server.promo()
+        assert after.status == 200 and after.json()["keyId"] == rotated_key.key_id
+    finally:
+        status = server.stop(signal.SIGTERM, timeout=5)
+    log = server.stderr_path.read_text(errors="replace")
+    assert status == 0
+    assert "$.colour: unknown key" in log
+    assert "PRIVATE KEY" not in log
+    assert all(line.startswith("level=") for line in log.splitlines() if line), log
+
+
 def test_active_key_must_exist(tmp_path, signing_key):
     config = write_config(tmp_path / "config.json", [signing_key], active_key_id="NOSUCHKEY1")
     status, output = config_check(config)
