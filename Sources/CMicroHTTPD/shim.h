@@ -5,5 +5,22 @@
 #include <stdarg.h>
 #include <sys/types.h>
 #include <sys/socket.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <microhttpd.h>
+
+/// MHD_get_connection_info is variadic, so Swift cannot call it; this writes the client's address as text
+/// (IPv4 or IPv6) into `out` and returns 1, or returns 0 when it is unknown.
+static inline int offer_client_address(struct MHD_Connection *connection, char *out, socklen_t size) {
+    const union MHD_ConnectionInfo *info = MHD_get_connection_info(connection, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+    if (info == NULL || info->client_addr == NULL) return 0;
+    const struct sockaddr *address = info->client_addr;
+    if (address->sa_family == AF_INET) {
+        return inet_ntop(AF_INET, &((const struct sockaddr_in *)address)->sin_addr, out, size) != NULL;
+    }
+    if (address->sa_family == AF_INET6) {
+        return inet_ntop(AF_INET6, &((const struct sockaddr_in6 *)address)->sin6_addr, out, size) != NULL;
+    }
+    return 0;
+}
 #endif

@@ -12,10 +12,12 @@ public struct APIError: Error, Sendable, Equatable {
     public let allow: String?
     /// More members of the error object, e.g. `field` and `reason` of `untrusted_signed_data`.
     public let details: [(String, String)]
+    /// Extra response headers, e.g. `Retry-After`.
+    public let headers: [(String, String)]
 
     public init(
         status: Int, code: String, message: String, reasons: [IneligibilityReason] = [], allow: String? = nil,
-        details: [(String, String)] = []
+        details: [(String, String)] = [], headers: [(String, String)] = []
     ) {
         self.status = status
         self.code = code
@@ -23,11 +25,13 @@ public struct APIError: Error, Sendable, Equatable {
         self.reasons = reasons
         self.allow = allow
         self.details = details
+        self.headers = headers
     }
 
     public static func == (lhs: APIError, rhs: APIError) -> Bool {
         lhs.status == rhs.status && lhs.code == rhs.code && lhs.message == rhs.message && lhs.reasons == rhs.reasons
             && lhs.allow == rhs.allow && lhs.details.elementsEqual(rhs.details, by: ==)
+            && lhs.headers.elementsEqual(rhs.headers, by: ==)
     }
 
     /// Signed data that failed verification: 400 with the failed check as `reason` and the request field.
@@ -91,7 +95,7 @@ public struct APIError: Error, Sendable, Equatable {
         if !reasons.isEmpty { OfferService.writeReasons(reasons, to: &writer) }
         writer.endObject()
         writer.endObject()
-        var headers: [(String, String)] = []
+        var headers = self.headers
         if let allow { headers.append(("Allow", allow)) }
         return HTTPResponse(status: status, body: writer.bytes, headers: headers)
     }

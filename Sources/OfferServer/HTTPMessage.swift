@@ -6,12 +6,18 @@ public struct HTTPRequest: Sendable {
     public var body: [UInt8]
     /// Header names lowercased.
     public var headers: [String: String]
+    /// The peer's IP address as text, when known.
+    public var clientAddress: String?
 
-    public init(method: String, path: String, body: [UInt8] = [], headers: [String: String] = [:]) {
+    public init(
+        method: String, path: String, body: [UInt8] = [], headers: [String: String] = [:],
+        clientAddress: String? = nil
+    ) {
         self.method = method
         self.path = path
         self.body = body
         self.headers = headers
+        self.clientAddress = clientAddress
     }
 }
 

@@ -16,6 +16,8 @@ public struct HTTPServerLimits: Sendable {
     public var idleTimeoutSeconds = 30
     /// Worker threads (libmicrohttpd's epoll thread pool); 0 means one per core.
     public var threads = 0
+    /// Request headers, besides Content-Type, that handlers see (for example a proxy's client address header).
+    public var forwardedHeaders: [String] = []
 
     public init() {}
 }
@@ -249,6 +251,16 @@ private func accessHandler(
         body: state.body)
     if let contentType = MHD_lookup_connection_value(connection, .HEADER_KIND, "Content-Type") {
         request.headers["content-type"] = String(cString: contentType)
+    }
+    for name in server.limits.forwardedHeaders {
+        if let value = MHD_lookup_connection_value(connection, .HEADER_KIND, name) {
+            request.headers[name.lowercased()] = String(cString: value)
+        }
+    }
+    var address = [CChar](repeating: 0, count: 64)
+    if offer_client_address(connection, &address, socklen_t(address.count)) == 1 {
+        request.clientAddress = String(
+            decoding: address.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
     }
     state.body = []
     return queue(connection, server.handler(request))

@@ -15,18 +15,24 @@ public final class OfferService: Sendable {
     private let currentCatalog: Mutex<OfferCatalog>
     /// Records issued signatures and enforces offer `limits`; `nil` when no offer has limits.
     let ledger: (any Ledger)?
+    /// Limits requests per client on the API routes, when configured.
+    let rateLimit: ServerConfig.RateLimit?
+    let limiter: RateLimiter?
     let clock: Clock
     let nonce: NonceSource
     let metrics: Metrics
     let log: Logger
 
     public init(
-        catalog: OfferCatalog, ledger: (any Ledger)? = nil, clock: @escaping Clock,
+        catalog: OfferCatalog, ledger: (any Ledger)? = nil, rateLimit: ServerConfig.RateLimit? = nil,
+        clock: @escaping Clock,
         nonce: @escaping NonceSource = SecureRandom.uuidV4, metrics: Metrics = Metrics(),
         log: Logger = Logger(level: .info)
     ) {
         self.currentCatalog = Mutex(catalog)
         self.ledger = ledger
+        self.rateLimit = rateLimit
+        self.limiter = rateLimit.map { RateLimiter(policy: $0.policy) }
         self.clock = clock
         self.nonce = nonce
         self.metrics = metrics
@@ -60,6 +66,7 @@ public final class OfferService: Sendable {
             routeLabel = request.path
             if request.method == method || (method == "GET" && request.method == "HEAD") {
                 do {
+                    if method == "POST" { try admit(request) }
                     response = try dispatch(request)
                 } catch {
                     response = error.response
@@ -295,6 +302,22 @@ public final class OfferService: Sendable {
     }
 
     // MARK: - Shared steps
+
+    /// Applies the rate limit to an API request: 429 `rate_limited` with `Retry-After` past it.
+    private func admit(_ request: HTTPRequest) throws(APIError) {
+        guard let limiter, let rateLimit else { return }
+        var client = request.clientAddress ?? "unknown"
+        if let header = rateLimit.clientAddressHeader, let value = request.headers[header.lowercased()],
+            let last = value.split(separator: ",").last
+        {
+            client = String(last.filter { $0 != " " && $0 != "\t" })
+        }
+        if let wait = limiter.acquire(client: client, now: clock()) {
+            throw APIError(
+                status: 429, code: "rate_limited", message: "too many requests from this client; retry in \(wait) s",
+                headers: [("Retry-After", String(wait))])
+        }
+    }
 
     private func app(_ bundleId: String) throws(APIError) -> OfferCatalog.App {
         guard let app = catalog.apps[bundleId] else { throw APIError.unknownApp(bundleId) }

@@ -46,7 +46,16 @@ public struct ServerConfig: Sendable {
         case sqlite(String)
     }
 
+    /// Requests per client on the API routes; off when `nil`.
+    public struct RateLimit: Sendable, Equatable {
+        public var policy: RateLimiter.Policy
+        /// A header a trusted proxy sets to the client's address (`X-Forwarded-For`); its last entry is used,
+        /// the one the proxy itself appended. Without it the peer address counts.
+        public var clientAddressHeader: String?
+    }
+
     public var listen = Listen()
+    public var rateLimit: RateLimit?
     public var storage = Storage.none
     public var trust = Trust()
     public var apps: [App] = []
@@ -65,6 +74,7 @@ public struct ServerConfig: Sendable {
         var config = ServerConfig()
         var root = ConfigReader(document, path: "$", errors: &errors)
         if let listen = root.value("listen") { config.listen = parseListen(listen, errors: &errors) }
+        if let rateLimit = root.value("rateLimit") { config.rateLimit = parseRateLimit(rateLimit, errors: &errors) }
         if let storage = root.string("storage", required: false) {
             if storage == "memory" {
                 config.storage = .memory
@@ -116,6 +126,24 @@ public struct ServerConfig: Sendable {
         if let timeout = reader.int("idleTimeoutSeconds", range: 1...3600) { listen.idleTimeoutSeconds = timeout }
         reader.finish(into: &errors)
         return listen
+    }
+
+    private static func parseRateLimit(_ value: JSONValue, errors: inout [ConfigError]) -> RateLimit? {
+        var reader = ConfigReader(value, path: "$.rateLimit", errors: &errors)
+        let perMinute = reader.int("requestsPerMinute", range: 1...1_000_000)
+        let burst = reader.int("burst", range: 1...1_000_000)
+        let header = reader.string("clientAddressHeader", required: false)
+        if let header, !header.utf8.allSatisfy({ $0 == UInt8(ascii: "-") || isAlphanumeric($0) }) {
+            errors.append(ConfigError(path: "$.rateLimit.clientAddressHeader", "expected a header name"))
+        }
+        if value.objectValue?["requestsPerMinute"] == nil {
+            errors.append(ConfigError(path: "$.rateLimit.requestsPerMinute", "is required"))
+        }
+        reader.finish(into: &errors)
+        guard let perMinute else { return nil }
+        return RateLimit(
+            policy: RateLimiter.Policy(requestsPerMinute: perMinute, burst: burst ?? perMinute),
+            clientAddressHeader: header)
     }
 
     private static func parseTrust(_ value: JSONValue, baseDirectory: String, errors: inout [ConfigError]) -> Trust {

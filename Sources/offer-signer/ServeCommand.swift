@@ -47,13 +47,15 @@ enum ServeCommand {
         limits.threads = config.listen.threads
         limits.maxConnections = config.listen.maxConnections
         limits.idleTimeoutSeconds = config.listen.idleTimeoutSeconds
+        if let header = config.rateLimit?.clientAddressHeader { limits.forwardedHeaders = [header] }
         let ledger: (any Ledger)?
         do {
             ledger = try config.storage.openLedger()
         } catch {
             throw CommandError(error.description)
         }
-        let service = OfferService(catalog: catalog, ledger: ledger, clock: SystemClock.nowMilliseconds, log: log)
+        let service = OfferService(
+            catalog: catalog, ledger: ledger, rateLimit: config.rateLimit, clock: SystemClock.nowMilliseconds, log: log)
         let server = HTTPServer(limits: limits, handler: service.handle)
         do {
             try server.start(host: host, port: port)
@@ -88,9 +90,9 @@ enum ServeCommand {
         do {
             let (config, catalog) = try loadConfiguration(path)
             if config.storage != running.storage || config.listen.host != running.listen.host
-                || config.listen.port != running.listen.port
+                || config.listen.port != running.listen.port || config.rateLimit != running.rateLimit
             {
-                log.warning("reload: changes to listen or storage take effect only after a restart")
+                log.warning("reload: changes to listen, storage or rateLimit take effect only after a restart")
             }
             for warning in config.warnings { log.warning(warning) }
             service.replaceCatalog(catalog)

@@ -261,6 +261,41 @@ def test_sighup_reloads_keys_and_keeps_last_good_config(tmp_path, signing_key, r
     assert all(line.startswith("level=") for line in log.splitlines() if line), log
 
 
+@pytest.mark.parametrize("proxied", [False, True], ids=["peer-address", "x-forwarded-for"])
+def test_rate_limit_answers_429_with_retry_after(tmp_path, signing_key, proxied):
+    config = write_config(tmp_path / "config.json", [signing_key])
+    document = json.loads(config.read_text())
+    document["rateLimit"] = {"requestsPerMinute": 6, "burst": 3}
+    if proxied:
+        document["rateLimit"]["clientAddressHeader"] = "X-Forwarded-For"
+    config.write_text(json.dumps(document))
+    server = Server.start(config, tmp_path)
+    body = {"bundleId": BUNDLE_ID, "productId": PRODUCT_MONTHLY, "offerId": OFFER_OPEN}
+
+    def promo(client: str):
+        headers = {"X-Forwarded-For": f"203.0.113.7, {client}"} if proxied else {}
+        return server.post("/v1/signatures/promotional-offer", body, headers=headers)
+
+    try:
+        assert [promo("198.51.100.1").status for _ in range(3)] == [200, 200, 200]
+        limited = promo("198.51.100.1")
+        assert limited.status == 429, limited.body
+        assert limited.json()["error"]["code"] == "rate_limited"
+        assert limited.header("Retry-After") == "10"
+        # Health and metrics are never limited.
+        assert server.request("GET", "/livez").status == 200
+        if proxied:
+            # Each client behind the proxy has its own bucket, and the spoofable first entry does not count.
+            assert promo("198.51.100.2").status == 200
+            spoofed = server.post("/v1/signatures/promotional-offer", body,
+                                  headers={"X-Forwarded-For": "198.51.100.99, 198.51.100.1"})
+            assert spoofed.status == 429
+        metrics = server.request("GET", "/metrics").body.decode()
+        assert 'status="429"' in metrics
+    finally:
+        assert server.stop(signal.SIGTERM, timeout=5) == 0
+
+
 def test_active_key_must_exist(tmp_path, signing_key):
     config = write_config(tmp_path / "config.json", [signing_key], active_key_id="NOSUCHKEY1")
     status, output = config_check(config)

@@ -160,6 +160,29 @@ struct ServerConfigTests {
         }
     }
 
+    @Test("a rate limit reads its policy and the proxy header; burst defaults to a minute's worth")
+    func rateLimit() throws {
+        let app =
+            #"{"bundleId": "b", "issuerId": "57246542-96fe-1a63-e053-0824d011072a", "keys": [{"keyId": "K", "privateKeyFile": "k"}], "offers": []}"#
+        let config = try parse(
+            #"{"rateLimit": {"requestsPerMinute": 120, "clientAddressHeader": "X-Forwarded-For"}, "apps": ["#
+                + app + "]}")
+        #expect(config.rateLimit?.policy == RateLimiter.Policy(requestsPerMinute: 120, burst: 120))
+        #expect(config.rateLimit?.clientAddressHeader == "X-Forwarded-For")
+        for (text, path) in [
+            (#"{"burst": 5}"#, "$.rateLimit.requestsPerMinute"),
+            (#"{"requestsPerMinute": 0}"#, "$.rateLimit.requestsPerMinute"),
+            (#"{"requestsPerMinute": 5, "clientAddressHeader": "X Forwarded"}"#, "$.rateLimit.clientAddressHeader"),
+            (#"{"requestsPerMinute": 5, "per": "ip"}"#, "$.rateLimit.per"),
+        ] {
+            #expect {
+                _ = try parse(#"{"rateLimit": "# + text + #", "apps": ["# + app + "]}")
+            } throws: { error in
+                (error as? ConfigErrors)?.errors.contains { $0.path == path } == true
+            }
+        }
+    }
+
     @Test("several mistakes are reported together")
     func manyMistakes() {
         #expect {
