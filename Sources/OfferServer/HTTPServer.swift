@@ -1,4 +1,5 @@
 import CMicroHTTPD
+import Synchronization
 
 #if canImport(Glibc)
     import Glibc
@@ -16,6 +17,8 @@ public struct HTTPServerLimits: Sendable {
     public var idleTimeoutSeconds = 30
     /// Worker threads (libmicrohttpd's epoll thread pool); 0 means one per core.
     public var threads = 0
+    /// Whether handlers see the peer's address (only the rate limiter needs it).
+    public var recordsClientAddress = false
     /// Request headers, besides Content-Type, that handlers see (for example a proxy's client address header).
     public var forwardedHeaders: [String] = []
 
@@ -160,29 +163,11 @@ final class RequestState {
 }
 
 /// Counts requests from their first handler call to libmicrohttpd's completion notice (response sent or aborted).
-final class InFlightCounter: @unchecked Sendable {
-    // @unchecked Sendable: `count` is only touched under `lock`.
-    private let lock = NSLockLite()
-    private var count = 0
-    var value: Int { lock.withLock { count } }
-    func increment() { lock.withLock { count += 1 } }
-    func decrement() { lock.withLock { count -= 1 } }
-}
-
-/// A pthread mutex; Foundation's NSLock is avoided so this module stays free of Foundation.
-final class NSLockLite: @unchecked Sendable {
-    // @unchecked Sendable: a pthread mutex is made to be shared between threads.
-    private let mutex = UnsafeMutablePointer<pthread_mutex_t>.allocate(capacity: 1)
-    init() { pthread_mutex_init(mutex, nil) }
-    deinit {
-        pthread_mutex_destroy(mutex)
-        mutex.deallocate()
-    }
-    func withLock<T>(_ body: () throws -> T) rethrows -> T {
-        pthread_mutex_lock(mutex)
-        defer { pthread_mutex_unlock(mutex) }
-        return try body()
-    }
+final class InFlightCounter: Sendable {
+    private let count = Mutex(0)
+    var value: Int { count.withLock { $0 } }
+    func increment() { count.withLock { $0 += 1 } }
+    func decrement() { count.withLock { $0 -= 1 } }
 }
 
 private func requestCompleted(
@@ -258,7 +243,9 @@ private func accessHandler(
         }
     }
     var address = [CChar](repeating: 0, count: 64)
-    if offer_client_address(connection, &address, socklen_t(address.count)) == 1 {
+    if server.limits.recordsClientAddress,
+        offer_client_address(connection, &address, socklen_t(address.count)) == 1
+    {
         request.clientAddress = String(
             decoding: address.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
     }

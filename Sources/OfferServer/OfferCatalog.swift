@@ -15,6 +15,11 @@ public final class OfferCatalog: Sendable {
         let offersById: [String: ServerConfig.Offer]
 
         public func offer(_ id: String) -> ServerConfig.Offer? { offersById[id] }
+
+        /// Verifies App Store signed data as this app's: its bundle ID, and Xcode data only with `localTesting`.
+        public func verify(_ token: String, kind: SignedDataKind) throws(SignedDataError) -> JSONValue {
+            try verifier.verify(token, kind: kind, bundleId: config.bundleId, allowLocalTesting: config.localTesting)
+        }
     }
 
     public let apps: [String: App]

@@ -387,8 +387,7 @@ public final class OfferService: Sendable {
     {
         guard let token = try body.optionalString(field) else { return nil }
         do {
-            return try app.verifier.verify(
-                token, kind: kind, bundleId: app.config.bundleId, allowLocalTesting: app.config.localTesting)
+            return try app.verify(token, kind: kind)
         } catch {
             metrics.recordVerificationFailure(reason: error.reason.rawValue)
             throw APIError.untrustedSignedData(field: field, error)

@@ -35,8 +35,7 @@ enum ExplainCommand {
             guard let bytes = FileBytes.read(path) else { throw CommandError("\(path): cannot read file") }
             let token = String(decoding: bytes, as: UTF8.self).filter { !$0.isWhitespace }
             do {
-                return try catalog.verifier.verify(
-                    token, kind: kind, bundleId: app.config.bundleId, allowLocalTesting: app.config.localTesting)
+                return try app.verify(token, kind: kind)
             } catch {
                 throw CommandError(
                     "--\(option) \(path): untrusted signed data (\(error.reason.rawValue)): \(error.message)")

@@ -47,6 +47,7 @@ enum ServeCommand {
         limits.threads = config.listen.threads
         limits.maxConnections = config.listen.maxConnections
         limits.idleTimeoutSeconds = config.listen.idleTimeoutSeconds
+        limits.recordsClientAddress = config.rateLimit != nil
         if let header = config.rateLimit?.clientAddressHeader { limits.forwardedHeaders = [header] }
         let ledger: (any Ledger)?
         do {

@@ -12,6 +12,7 @@ import os
 import re
 import select
 import signal
+import socket
 import subprocess
 import threading
 import time
@@ -318,3 +319,21 @@ def decode_standard_b64(text: str) -> bytes:
 
 def is_uuid_v4_lower(text) -> bool:
     return isinstance(text, str) and UUID_V4_LOWER.match(text) is not None
+
+
+# MARK: - Raw sockets
+
+
+def read_raw(port: int, parts: list[bytes], delay: float = 0.0, timeout: float = 10) -> bytes:
+    """Sends `parts` one by one (Nagle off, optional pause between) and returns all bytes read until the server
+    closes the connection."""
+    with socket.create_connection(("127.0.0.1", port), timeout=timeout) as sock:
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        for part in parts:
+            sock.sendall(part)
+            if delay:
+                time.sleep(delay)
+        data = b""
+        while chunk := sock.recv(65536):
+            data += chunk
+    return data

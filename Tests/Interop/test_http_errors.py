@@ -11,6 +11,7 @@ import time
 import pytest
 
 from support import (
+    read_raw,
     BUNDLE_ID,
     OFFER_OPEN,
     OFFER_VERIFIED,
@@ -118,18 +119,7 @@ def test_not_eligible_legacy_too(server):
 
 def raw_exchange(port: int, parts: list[bytes], delay: float = 0.0, timeout: float = 10) -> tuple[int, dict, bytes]:
     """Sends `parts` one by one (Nagle off, optional pause between), reads until the server closes."""
-    with socket.create_connection(("127.0.0.1", port), timeout=timeout) as sock:
-        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        for part in parts:
-            sock.sendall(part)
-            if delay:
-                time.sleep(delay)
-        data = b""
-        while True:
-            chunk = sock.recv(65536)
-            if not chunk:
-                break
-            data += chunk
+    data = read_raw(port, parts, delay, timeout)
     assert data, "server closed the connection without a response"
     head, _, rest = data.partition(b"\r\n\r\n")
     lines = head.decode("latin-1").split("\r\n")

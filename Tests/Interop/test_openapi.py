@@ -20,7 +20,6 @@ import copy
 import json
 import re
 import signal
-import socket
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -34,6 +33,7 @@ from referencing import Registry
 from referencing.jsonschema import DRAFT202012
 
 from support import (
+    read_raw,
     BUNDLE_ID,
     ISSUER_ID,
     OFFER_OPEN,
@@ -648,14 +648,7 @@ def test_offer_limits_answer_403_in_the_documented_shape(verified_server, signed
 def raw_reply(port: int, message: bytes) -> Response:
     """Sends one raw request and reads to the close. Tolerates libmicrohttpd 0.9.75 sending the status line and
     headers of some errors twice: the body is the HTML page at the end."""
-    with socket.create_connection(("127.0.0.1", port), timeout=10) as sock:
-        sock.sendall(message)
-        data = b""
-        while True:
-            chunk = sock.recv(65536)
-            if not chunk:
-                break
-            data += chunk
+    data = read_raw(port, [message])
     head, _, _ = data.partition(b"\r\n\r\n")
     lines = head.decode("latin-1").split("\r\n")
     status = int(lines[0].split(" ")[1])
