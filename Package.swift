@@ -5,6 +5,7 @@ let package = Package(
     name: "offer-signer",
     products: [
         .executable(name: "offer-signer", targets: ["offer-signer"]),
+        .library(name: "OfferAPI", targets: ["OfferAPI"]),
         .library(name: "OfferCrypto", targets: ["OfferCrypto"]),
         .library(name: "OfferCore", targets: ["OfferCore"]),
         .library(name: "OfferStore", targets: ["OfferStore"]),
@@ -15,20 +16,24 @@ let package = Package(
         .systemLibrary(name: "COpenSSL", pkgConfig: "libcrypto", providers: [.apt(["libssl-dev"])]),
         .systemLibrary(name: "CMicroHTTPD", pkgConfig: "libmicrohttpd", providers: [.apt(["libmicrohttpd-dev"])]),
         .systemLibrary(name: "CSQLite", pkgConfig: "sqlite3", providers: [.apt(["libsqlite3-dev"])]),
+        // The HTTP API's wire types with their JSON and Base64 code: no C library, no Foundation.
+        .target(name: "OfferAPI"),
         .target(name: "OfferCrypto", dependencies: ["COpenSSL"]),
-        .target(name: "OfferCore", dependencies: ["OfferCrypto"]),
+        .target(name: "OfferCore", dependencies: ["OfferAPI", "OfferCrypto"]),
         .target(name: "OfferStore", dependencies: ["CSQLite"]),
-        .target(name: "OfferServer", dependencies: ["OfferCore", "OfferCrypto", "OfferStore", "CMicroHTTPD"]),
-        .target(name: "OfferTesting", dependencies: ["OfferCore", "OfferCrypto", "COpenSSL"]),
+        .target(
+            name: "OfferServer", dependencies: ["OfferAPI", "OfferCore", "OfferCrypto", "OfferStore", "CMicroHTTPD"]),
+        .target(name: "OfferTesting", dependencies: ["OfferAPI", "OfferCore", "OfferCrypto", "COpenSSL"]),
         .executableTarget(
             name: "offer-signer",
-            dependencies: ["OfferServer", "OfferStore", "OfferCore", "OfferCrypto", "OfferTesting"]),
+            dependencies: ["OfferServer", "OfferStore", "OfferAPI", "OfferCore", "OfferCrypto", "OfferTesting"]),
+        .testTarget(name: "OfferAPITests", dependencies: ["OfferAPI"]),
         .testTarget(name: "OfferCryptoTests", dependencies: ["OfferCrypto", "OfferTesting"]),
-        .testTarget(name: "OfferCoreTests", dependencies: ["OfferCore", "OfferCrypto", "OfferTesting"]),
+        .testTarget(name: "OfferCoreTests", dependencies: ["OfferAPI", "OfferCore", "OfferCrypto", "OfferTesting"]),
         .testTarget(
             name: "OfferServerTests",
-            dependencies: ["OfferServer", "OfferStore", "OfferCore", "OfferCrypto", "OfferTesting"]),
+            dependencies: ["OfferServer", "OfferStore", "OfferAPI", "OfferCore", "OfferCrypto", "OfferTesting"]),
         .testTarget(name: "OfferStoreTests", dependencies: ["OfferStore"]),
-        .testTarget(name: "EndToEndTests", dependencies: ["OfferCore", "OfferCrypto", "OfferTesting"]),
+        .testTarget(name: "EndToEndTests", dependencies: ["OfferAPI", "OfferCore", "OfferCrypto", "OfferTesting"]),
     ]
 )

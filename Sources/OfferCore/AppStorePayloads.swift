@@ -1,3 +1,5 @@
+import OfferAPI
+
 /// A decoded App Store payload that is not what Apple documents: not an object, or a field of the wrong type.
 /// The message names the field; it never contains the payload's values.
 public struct PayloadError: Error, Equatable, Sendable, CustomStringConvertible {

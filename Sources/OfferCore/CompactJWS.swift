@@ -1,3 +1,4 @@
+import OfferAPI
 import OfferCrypto
 
 /// Compact JWS (RFC 7515) with ES256: encoding by hand, decoding into parts for verification.

@@ -1,3 +1,5 @@
+import OfferAPI
+
 /// An offer's `eligibility`: a rule over `CustomerFacts`, written by marketing ops in the configuration.
 ///
 /// In JSON a rule is an object with exactly one member, the rule's name:

@@ -1,3 +1,4 @@
+import OfferAPI
 import OfferCrypto
 
 /// The promotional offer signature in its compact JWS form (APPLE.md section 2).

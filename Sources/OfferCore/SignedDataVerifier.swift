@@ -1,3 +1,4 @@
+import OfferAPI
 import OfferCrypto
 import Synchronization
 

@@ -1,3 +1,5 @@
+import OfferAPI
+
 /// What the service knows of a customer from App Store signed data it verified itself.
 public struct VerifiedCustomer: Sendable {
     public let transaction: JWSTransactionPayload?

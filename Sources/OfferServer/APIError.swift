@@ -1,3 +1,4 @@
+import OfferAPI
 import OfferCore
 
 /// An error the API answers with: a stable machine `code`, a message fit for the client, an HTTP status.

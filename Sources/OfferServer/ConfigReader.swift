@@ -1,3 +1,4 @@
+import OfferAPI
 import OfferCore
 
 /// Reads one JSON object of the configuration strictly: every member must be known, every type right.

@@ -1,3 +1,4 @@
+import OfferAPI
 import OfferCore
 
 /// A JSON request body read strictly: an object, known members only, each of the right type.

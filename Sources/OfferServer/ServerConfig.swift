@@ -1,3 +1,4 @@
+import OfferAPI
 import OfferCore
 
 /// The service's configuration file (see README "Configuration"), validated strictly.

@@ -1,4 +1,5 @@
 import Foundation
+import OfferAPI
 import OfferCrypto
 import OfferTesting
 import Testing
