@@ -20,7 +20,7 @@ let package = Package(
         .target(name: "OfferAPI"),
         .target(name: "OfferCrypto", dependencies: ["COpenSSL"]),
         .target(name: "OfferCore", dependencies: ["OfferAPI", "OfferCrypto"]),
-        .target(name: "OfferStore", dependencies: ["CSQLite"]),
+        .target(name: "OfferStore", dependencies: ["OfferCore", "CSQLite"]),
         .target(
             name: "OfferServer", dependencies: ["OfferAPI", "OfferCore", "OfferCrypto", "OfferStore", "CMicroHTTPD"]),
         .target(name: "OfferTesting", dependencies: ["OfferAPI", "OfferCore", "OfferCrypto", "COpenSSL"]),
@@ -33,7 +33,7 @@ let package = Package(
         .testTarget(
             name: "OfferServerTests",
             dependencies: ["OfferServer", "OfferStore", "OfferAPI", "OfferCore", "OfferCrypto", "OfferTesting"]),
-        .testTarget(name: "OfferStoreTests", dependencies: ["OfferStore"]),
+        .testTarget(name: "OfferStoreTests", dependencies: ["OfferStore", "OfferCore"]),
         .testTarget(name: "EndToEndTests", dependencies: ["OfferAPI", "OfferCore", "OfferCrypto", "OfferTesting"]),
     ]
 )

@@ -128,10 +128,10 @@ public final class OfferService: Sendable {
         let nonce = nonce()
         if let limits = offer.limits {
             try reserve(
-                Reservation(
+                IssuedSignature(
                     bundleId: app.config.bundleId, offerId: offer.id, customerKey: customer?.facts.customerKey,
                     nonce: nonce, keyId: key.keyId, format: format.rawValue, issuedAt: now),
-                limits: limits)
+                limits: limits, path: offer.path)
         }
         metrics.recordDecision(kind: "promotional", eligible: true)
         var writer = JSONWriter(capacity: 512)
@@ -260,7 +260,7 @@ public final class OfferService: Sendable {
         for offer in app.config.offers where offer.kind == .promotional {
             let products = offer.productIds.filter { productFilter?.contains($0) ?? true }
             guard !products.isEmpty, OfferEvaluation.evaluate(offer, customer: customer, now: now).passed,
-                try withinLimits(offer, app: app, customer: customer)
+                try withinLimits(offer, app: app, customer: customer, now: now)
             else { continue }
             for productId in products {
                 writer.beginObject()
@@ -396,38 +396,35 @@ public final class OfferService: Sendable {
     }
 
     /// Records a signature within the offer's limits, or refuses with the limit that was reached.
-    private func reserve(_ reservation: Reservation, limits: OfferLimits) throws(APIError) {
+    private func reserve(_ signature: IssuedSignature, limits: OfferLimits, path: String) throws(APIError) {
         guard let ledger else { throw APIError.internalError }
-        let outcome: ReservationOutcome
+        let key = signature.customerKey
+        let outcome: LedgerOutcome
         do {
-            outcome = try ledger.reserve(
-                reservation, limits: ReservationLimits(perCustomer: limits.perCustomer, total: limits.total))
+            outcome = try ledger.record(signature) { LimitPolicy.allows(limits, usage: $0, customerKey: key) }
         } catch {
             log.error("ledger failure: \(error.description)")
             throw APIError.storageUnavailable
         }
-        switch outcome {
-        case .reserved: return
-        case .perCustomerLimitReached:
-            metrics.recordDecision(kind: "promotional", eligible: false)
-            throw APIError.notEligible([IneligibilityReason(rule: "limits", code: "per_customer_limit_reached")])
-        case .totalLimitReached:
-            metrics.recordDecision(kind: "promotional", eligible: false)
-            throw APIError.notEligible([IneligibilityReason(rule: "limits", code: "total_limit_reached")])
-        }
+        if outcome.recorded { return }
+        metrics.recordDecision(kind: "promotional", eligible: false)
+        let traces = LimitPolicy.evaluate(limits, usage: outcome.usage, customerKey: key, path: path)
+        let failed = traces.filter { !$0.passed }
+        throw APIError.notEligible(failed.map { IneligibilityReason(rule: $0.rule, code: $0.code) })
     }
 
     private func withinLimits(
-        _ offer: Offer, app: OfferCatalog.App, customer: VerifiedCustomer?
+        _ offer: Offer, app: OfferCatalog.App, customer: VerifiedCustomer?, now: Int64
     ) throws(APIError)
         -> Bool
     {
         guard let limits = offer.limits else { return true }
         guard let ledger else { throw APIError.internalError }
+        let key = customer?.facts.customerKey
         do {
-            return try ledger.wouldAllow(
-                bundleId: app.config.bundleId, offerId: offer.id, customerKey: customer?.facts.customerKey,
-                limits: ReservationLimits(perCustomer: limits.perCustomer, total: limits.total))
+            let usage = try ledger.usage(
+                UsageKey(bundleId: app.config.bundleId, offerId: offer.id, customerKey: key, now: now))
+            return LimitPolicy.allows(limits, usage: usage, customerKey: key)
         } catch {
             log.error("ledger failure: \(error.description)")
             throw APIError.storageUnavailable

@@ -1,5 +1,6 @@
 import OfferAPI
 import OfferCore
+import OfferStore
 
 /// The service's configuration file (see README "Configuration"), validated strictly.
 public struct ServerConfig: Sendable {
@@ -39,14 +40,6 @@ public struct ServerConfig: Sendable {
         public var offers: [Offer]
     }
 
-    /// Where the ledger of issued signatures lives; needed when an offer has `limits`.
-    public enum Storage: Sendable, Equatable {
-        case none
-        case memory
-        /// A SQLite file (path resolved).
-        case sqlite(String)
-    }
-
     /// Requests per client on the API routes; off when `nil`.
     public struct RateLimit: Sendable, Equatable {
         public var policy: RateLimiter.Policy
@@ -57,7 +50,8 @@ public struct ServerConfig: Sendable {
 
     public var listen = Listen()
     public var rateLimit: RateLimit?
-    public var storage = Storage.none
+    /// Where the ledger of issued signatures lives; needed when an offer has `limits`.
+    public var storage = StorageLocation.none
     public var trust = Trust()
     public var apps: [App] = []
 
@@ -77,12 +71,10 @@ public struct ServerConfig: Sendable {
         if let listen = root.value("listen") { config.listen = parseListen(listen, errors: &errors) }
         if let rateLimit = root.value("rateLimit") { config.rateLimit = parseRateLimit(rateLimit, errors: &errors) }
         if let storage = root.string("storage", required: false) {
-            if storage == "memory" {
-                config.storage = .memory
-            } else if storage.hasPrefix("sqlite:"), storage.count > "sqlite:".count {
-                config.storage = .sqlite(resolve(String(storage.dropFirst("sqlite:".count)), against: baseDirectory))
-            } else {
-                errors.append(ConfigError(path: "$.storage", "expected \"sqlite:PATH\" or \"memory\""))
+            do {
+                config.storage = try StorageLocation.parse(storage, baseDirectory: baseDirectory)
+            } catch {
+                errors.append(error)
             }
         }
         if let trust = root.value("trust") {
@@ -286,8 +278,7 @@ public struct ServerConfig: Sendable {
     }
 
     static func resolve(_ path: String, against base: String) -> String {
-        if path.hasPrefix("/") || base.isEmpty { return path }
-        return base.hasSuffix("/") ? base + path : base + "/" + path
+        ConfigFilePath.resolve(path, against: base)
     }
 
     static func isKeyId(_ text: String) -> Bool {

@@ -1,62 +1,102 @@
+import OfferCore
 import Synchronization
 
-/// A ledger in memory, for tests and for deployments that want limits without persistence
-/// (records are lost on restart).
+/// A ledger in memory, for tests and for deployments that want limits without persistence (records are lost on
+/// restart). Counts come from indexes kept in step with the records, so a count never walks every record.
 public final class MemoryLedger: Ledger {
-    private let records = Mutex<[Reservation]>([])
+    private let records = Mutex(Records())
 
     public init() {}
 
-    public func reserve(
-        _ reservation: Reservation, limits: ReservationLimits
-    ) throws(LedgerError)
-        -> ReservationOutcome
-    {
-        records.withLock { records in
-            let outcome = Self.check(
-                records, bundleId: reservation.bundleId, offerId: reservation.offerId,
-                customerKey: reservation.customerKey, limits: limits)
-            if outcome == .reserved { records.append(reservation) }
-            return outcome
+    public func usage(_ key: UsageKey) throws(LedgerError) -> OfferUsage {
+        records.withLock { $0.usage(key) }
+    }
+
+    public func record(
+        _ signature: IssuedSignature, admit: (OfferUsage) -> Bool
+    ) throws(LedgerError) -> LedgerOutcome {
+        try records.withLock { (records: inout Records) throws(LedgerError) -> LedgerOutcome in
+            let usage = records.usage(signature.usageKey)
+            guard admit(usage) else { return LedgerOutcome(recorded: false, usage: usage) }
+            try records.insert(signature)
+            return LedgerOutcome(recorded: true, usage: usage)
         }
     }
 
     public func release(nonce: String) throws(LedgerError) {
-        records.withLock { $0.removeAll { $0.nonce == nonce } }
-    }
-
-    public func wouldAllow(
-        bundleId: String, offerId: String, customerKey: String?, limits: ReservationLimits
-    )
-        throws(LedgerError) -> Bool
-    {
-        records.withLock {
-            Self.check($0, bundleId: bundleId, offerId: offerId, customerKey: customerKey, limits: limits) == .reserved
-        }
-    }
-
-    public func count(bundleId: String, offerId: String, customerKey: String?) throws(LedgerError) -> Int {
-        records.withLock { records in
-            records.filter {
-                $0.bundleId == bundleId && $0.offerId == offerId
-                    && (customerKey == nil || $0.customerKey == customerKey)
-            }.count
-        }
+        records.withLock { $0.remove(nonce: nonce) }
     }
 
     public func isHealthy() -> Bool { true }
+}
 
-    private static func check(
-        _ records: [Reservation], bundleId: String, offerId: String, customerKey: String?, limits: ReservationLimits
-    ) -> ReservationOutcome {
-        let offerRecords = records.filter { $0.bundleId == bundleId && $0.offerId == offerId }
-        if let total = limits.total, offerRecords.count >= total { return .totalLimitReached }
-        if let perCustomer = limits.perCustomer {
-            guard let customerKey else { return .perCustomerLimitReached }
-            if offerRecords.filter({ $0.customerKey == customerKey }).count >= perCustomer {
-                return .perCustomerLimitReached
+/// The records and the counts kept beside them.
+private struct Records {
+    struct OfferKey: Hashable {
+        var bundleId: String
+        var offerId: String
+    }
+
+    struct CustomerOfferKey: Hashable {
+        var offer: OfferKey
+        var customerKey: String
+    }
+
+    struct CustomerKey: Hashable {
+        var bundleId: String
+        var customerKey: String
+    }
+
+    var signatures: [String: IssuedSignature] = [:]
+    var offerSignatures: [OfferKey: Int] = [:]
+    var customerSignatures: [CustomerOfferKey: Int] = [:]
+    /// When each customer's signatures (any offer of the app) were issued, for the last-day count.
+    var customerIssueTimes: [CustomerKey: [Int64]] = [:]
+    /// Nothing records redemptions yet; counted so the backends answer alike when something does.
+    var customerRedemptions: [CustomerOfferKey: Int] = [:]
+
+    func usage(_ key: UsageKey) -> OfferUsage {
+        let offer = OfferKey(bundleId: key.bundleId, offerId: key.offerId)
+        var usage = OfferUsage(offerReservations: offerSignatures[offer] ?? 0)
+        if let customerKey = key.customerKey {
+            let customerOffer = CustomerOfferKey(offer: offer, customerKey: customerKey)
+            usage.customerSignatures = customerSignatures[customerOffer] ?? 0
+            usage.customerRedemptions = customerRedemptions[customerOffer] ?? 0
+            let times = customerIssueTimes[CustomerKey(bundleId: key.bundleId, customerKey: customerKey)] ?? []
+            let start = key.lastDayStart
+            usage.customerSignaturesLastDay = times.count(where: { $0 > start })
+        }
+        return usage
+    }
+
+    mutating func insert(_ signature: IssuedSignature) throws(LedgerError) {
+        guard signatures[signature.nonce] == nil else {
+            throw LedgerError("a signature with this nonce is already recorded")
+        }
+        signatures[signature.nonce] = signature
+        adjust(signature, by: 1)
+        if let customerKey = signature.customerKey {
+            customerIssueTimes[CustomerKey(bundleId: signature.bundleId, customerKey: customerKey), default: []]
+                .append(signature.issuedAt)
+        }
+    }
+
+    mutating func remove(nonce: String) {
+        guard let signature = signatures.removeValue(forKey: nonce) else { return }
+        adjust(signature, by: -1)
+        if let customerKey = signature.customerKey {
+            let customer = CustomerKey(bundleId: signature.bundleId, customerKey: customerKey)
+            if let index = customerIssueTimes[customer]?.firstIndex(of: signature.issuedAt) {
+                customerIssueTimes[customer]?.remove(at: index)
             }
         }
-        return .reserved
+    }
+
+    private mutating func adjust(_ signature: IssuedSignature, by change: Int) {
+        let offer = OfferKey(bundleId: signature.bundleId, offerId: signature.offerId)
+        offerSignatures[offer, default: 0] += change
+        if let customerKey = signature.customerKey {
+            customerSignatures[CustomerOfferKey(offer: offer, customerKey: customerKey), default: 0] += change
+        }
     }
 }

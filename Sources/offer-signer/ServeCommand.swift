@@ -51,7 +51,7 @@ enum ServeCommand {
         if let header = config.rateLimit?.clientAddressHeader { limits.forwardedHeaders = [header] }
         let ledger: (any Ledger)?
         do {
-            ledger = try config.storage.openLedger()
+            ledger = try config.storage.open()
         } catch {
             throw CommandError(error.description)
         }

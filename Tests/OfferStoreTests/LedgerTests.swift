@@ -1,120 +1,513 @@
 import Foundation
+import OfferCore
 import Testing
 
 @testable import OfferStore
 
-@Suite("Ledgers record signatures and enforce limits atomically")
+/// A folder of its own per test, removed with everything in it when the test ends.
+final class ScratchFolder: Sendable {
+    let path: String
+
+    init() throws {
+        path = NSTemporaryDirectory() + "offer-signer-ledger-\(UUID().uuidString)"
+        try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: false)
+    }
+
+    deinit { try? FileManager.default.removeItem(atPath: path) }
+
+    func file(_ name: String) -> String { path + "/" + name }
+}
+
+/// Every ledger counts and records alike: the same suite runs against each backend.
+@Suite("Ledgers count and record signatures atomically")
 struct LedgerTests {
     enum Kind: String, CaseIterable, CustomTestStringConvertible {
         case memory, sqlite
         var testDescription: String { rawValue }
     }
 
-    static func temporaryPath() -> String {
-        NSTemporaryDirectory() + "offer-signer-ledger-\(UUID().uuidString).sqlite"
-    }
+    static let day: Int64 = 86_400_000
+    static let now: Int64 = 1_800_000_000_000
 
-    func make(_ kind: Kind, path: String = temporaryPath()) throws -> any Ledger {
+    let scratch: ScratchFolder
+
+    init() throws { scratch = try ScratchFolder() }
+
+    func make(_ kind: Kind) throws -> any Ledger {
         switch kind {
         case .memory: return MemoryLedger()
-        case .sqlite: return try SQLiteLedger(path: path)
+        case .sqlite: return try SQLiteLedger(path: scratch.file("ledger.sqlite"))
         }
     }
 
-    func reservation(_ customer: String?, offer: String = "o1", nonce: String = UUID().uuidString) -> Reservation {
-        Reservation(
-            bundleId: "com.example", offerId: offer, customerKey: customer, nonce: nonce, keyId: "K", format: "jws",
-            issuedAt: 1)
+    static func signature(
+        _ customer: String?, offer: String = "o1", app: String = "com.example", nonce: String = UUID().uuidString,
+        at issuedAt: Int64 = now
+    ) -> IssuedSignature {
+        IssuedSignature(
+            bundleId: app, offerId: offer, customerKey: customer, nonce: nonce, keyId: "K", format: "jws",
+            issuedAt: issuedAt)
     }
 
-    @Test("per-customer limits count each customer separately", arguments: Kind.allCases)
-    func perCustomer(kind: Kind) throws {
-        let ledger = try make(kind)
-        let limits = ReservationLimits(perCustomer: 2)
-        #expect(try ledger.reserve(reservation("a"), limits: limits) == .reserved)
-        #expect(try ledger.reserve(reservation("a"), limits: limits) == .reserved)
-        #expect(try ledger.reserve(reservation("a"), limits: limits) == .perCustomerLimitReached)
-        #expect(try ledger.reserve(reservation("b"), limits: limits) == .reserved)
-        #expect(try ledger.reserve(reservation("a", offer: "o2"), limits: limits) == .reserved)
-        #expect(try ledger.reserve(reservation(nil), limits: limits) == .perCustomerLimitReached)
-        #expect(try ledger.count(bundleId: "com.example", offerId: "o1", customerKey: "a") == 2)
-        #expect(try ledger.count(bundleId: "com.example", offerId: "o1", customerKey: nil) == 3)
-        #expect(try ledger.wouldAllow(bundleId: "com.example", offerId: "o1", customerKey: "b", limits: limits))
-        #expect(try !ledger.wouldAllow(bundleId: "com.example", offerId: "o1", customerKey: "a", limits: limits))
+    static func key(
+        _ customer: String?, offer: String = "o1", app: String = "com.example", at now: Int64 = now
+    )
+        -> UsageKey
+    {
+        UsageKey(bundleId: app, offerId: offer, customerKey: customer, now: now)
     }
 
-    @Test("a total limit caps the offer across customers; release gives a place back", arguments: Kind.allCases)
-    func total(kind: Kind) throws {
+    /// Records without a limit.
+    @discardableResult
+    static func add(_ signature: IssuedSignature, to ledger: any Ledger) throws -> LedgerOutcome {
+        try ledger.record(signature) { _ in true }
+    }
+
+    /// Records within `limits`, as the service does.
+    static func reserve(_ signature: IssuedSignature, _ limits: OfferLimits, in ledger: any Ledger) throws -> Bool {
+        try ledger.record(signature) {
+            LimitPolicy.allows(limits, usage: $0, customerKey: signature.customerKey)
+        }.recorded
+    }
+
+    @Test("a new ledger counts nothing", arguments: Kind.allCases)
+    func empty(kind: Kind) throws {
         let ledger = try make(kind)
-        let limits = ReservationLimits(total: 2)
-        #expect(try ledger.reserve(reservation("a", nonce: "n1"), limits: limits) == .reserved)
-        #expect(try ledger.reserve(reservation("b"), limits: limits) == .reserved)
-        #expect(try ledger.reserve(reservation("c"), limits: limits) == .totalLimitReached)
-        try ledger.release(nonce: "n1")
-        #expect(try ledger.reserve(reservation("c"), limits: limits) == .reserved)
+        #expect(try ledger.usage(Self.key("a")) == .none)
+        #expect(try ledger.usage(Self.key(nil)) == .none)
         #expect(ledger.isHealthy())
     }
 
-    @Test("concurrent reservations never exceed the limit", arguments: Kind.allCases)
-    func concurrency(kind: Kind) async throws {
+    @Test("each count follows the records: customer, offer, app and unidentified kept apart", arguments: Kind.allCases)
+    func counts(kind: Kind) throws {
         let ledger = try make(kind)
-        let limits = ReservationLimits(perCustomer: 3, total: 25)
-        let outcomes = await withTaskGroup(of: ReservationOutcome?.self) { group in
-            for index in 0..<200 {
-                group.addTask { try? ledger.reserve(self.reservation("customer-\(index % 20)"), limits: limits) }
-            }
-            var all: [ReservationOutcome?] = []
-            for await outcome in group { all.append(outcome) }
-            return all
+        for signature in [
+            Self.signature("a"), Self.signature("a"), Self.signature("a", offer: "o2"), Self.signature("b"),
+            Self.signature(nil), Self.signature("a", app: "com.other"),
+        ] {
+            try Self.add(signature, to: ledger)
         }
-        #expect(outcomes.filter { $0 == .reserved }.count == 25)
-        #expect(!outcomes.contains(nil))
-        #expect(try ledger.count(bundleId: "com.example", offerId: "o1", customerKey: nil) == 25)
+        #expect(
+            try ledger.usage(Self.key("a"))
+                == OfferUsage(
+                    customerSignatures: 2, customerRedemptions: 0, offerReservations: 4, customerSignaturesLastDay: 3))
+        #expect(
+            try ledger.usage(Self.key("b"))
+                == OfferUsage(customerSignatures: 1, offerReservations: 4, customerSignaturesLastDay: 1))
+        #expect(try ledger.usage(Self.key(nil)) == OfferUsage(offerReservations: 4))
+        #expect(
+            try ledger.usage(Self.key("b", offer: "o2"))
+                == OfferUsage(offerReservations: 1, customerSignaturesLastDay: 1))
+        #expect(
+            try ledger.usage(Self.key("a", app: "com.other"))
+                == OfferUsage(customerSignatures: 1, offerReservations: 1, customerSignaturesLastDay: 1))
+        #expect(try ledger.usage(Self.key("c", offer: "o3")) == .none)
     }
 
-    @Test("SQLite keeps every record across a reopen")
+    @Test(
+        "record shows admit the counts before recording and records only what admit accepts", arguments: Kind.allCases)
+    func admit(kind: Kind) throws {
+        let ledger = try make(kind)
+        try Self.add(Self.signature("a"), to: ledger)
+        let before = try ledger.usage(Self.key("a"))
+        var seen: OfferUsage?
+        let refused = try ledger.record(Self.signature("a")) {
+            seen = $0
+            return false
+        }
+        #expect(seen == before)
+        #expect(refused == LedgerOutcome(recorded: false, usage: before))
+        #expect(try ledger.usage(Self.key("a")) == before)
+        let accepted = try ledger.record(Self.signature("a")) { _ in true }
+        #expect(accepted == LedgerOutcome(recorded: true, usage: before))
+        #expect(
+            try ledger.usage(Self.key("a"))
+                == OfferUsage(customerSignatures: 2, offerReservations: 2, customerSignaturesLastDay: 2))
+    }
+
+    @Test(
+        "the last day holds signatures issued after now minus 24 hours, any offer of the app", arguments: Kind.allCases)
+    func lastDay(kind: Kind) throws {
+        let ledger = try make(kind)
+        let now = Self.now
+        for (issuedAt, offer) in [
+            (now - Self.day - 1, "o1"), (now - Self.day, "o1"), (now - Self.day + 1, "o1"), (now - 1, "o2"),
+            (now, "o3"),
+        ] {
+            try Self.add(Self.signature("a", offer: offer, at: issuedAt), to: ledger)
+        }
+        try Self.add(Self.signature("a", app: "com.other", at: now), to: ledger)
+        try Self.add(Self.signature("b", at: now), to: ledger)
+        #expect(try ledger.usage(Self.key("a", at: now)).customerSignaturesLastDay == 3)
+        // One millisecond later the oldest of the three is exactly 24 hours old: out.
+        #expect(try ledger.usage(Self.key("a", at: now + 1)).customerSignaturesLastDay == 2)
+        #expect(try ledger.usage(Self.key("a", at: now + Self.day)).customerSignaturesLastDay == 0)
+        #expect(try ledger.usage(Self.key("a", at: now)).customerSignatures == 3)
+        #expect(try ledger.usage(Self.key(nil, at: now)).customerSignaturesLastDay == 0)
+    }
+
+    @Test("a record is counted on its own issue time", arguments: Kind.allCases)
+    func recordCountsAtIssueTime(kind: Kind) throws {
+        let ledger = try make(kind)
+        try Self.add(Self.signature("a", at: Self.now - Self.day), to: ledger)
+        try Self.add(Self.signature("a", at: Self.now - 10), to: ledger)
+        let outcome = try Self.add(Self.signature("a", at: Self.now), to: ledger)
+        #expect(outcome.usage.customerSignaturesLastDay == 1)
+        #expect(outcome.usage.customerSignatures == 2)
+    }
+
+    @Test("release gives every count back; an unknown nonce is no error", arguments: Kind.allCases)
+    func release(kind: Kind) throws {
+        let ledger = try make(kind)
+        try Self.add(Self.signature("a", nonce: "keep"), to: ledger)
+        let before = try ledger.usage(Self.key("a"))
+        try Self.add(Self.signature("a", offer: "o1", nonce: "n1"), to: ledger)
+        #expect(try ledger.usage(Self.key("a")) != before)
+        try ledger.release(nonce: "n1")
+        #expect(try ledger.usage(Self.key("a")) == before)
+        try ledger.release(nonce: "n1")
+        try ledger.release(nonce: "never-issued")
+        #expect(try ledger.usage(Self.key("a")) == before)
+        try Self.add(Self.signature("a", nonce: "n1"), to: ledger)
+        #expect(try ledger.usage(Self.key("a")).customerSignatures == 2)
+    }
+
+    @Test("a nonce is recorded once", arguments: Kind.allCases)
+    func duplicateNonce(kind: Kind) throws {
+        let ledger = try make(kind)
+        try Self.add(Self.signature("a", nonce: "n1"), to: ledger)
+        let error = #expect(throws: LedgerError.self) { try Self.add(Self.signature("b", nonce: "n1"), to: ledger) }
+        #expect(error?.description.contains("nonce") == true)
+        #expect(try ledger.usage(Self.key("b")) == OfferUsage(offerReservations: 1))
+    }
+
+    @Test("per-customer and total limits decided by LimitPolicy over the ledger's counts", arguments: Kind.allCases)
+    func limits(kind: Kind) throws {
+        let ledger = try make(kind)
+        let limits = OfferLimits(perCustomer: 2, total: 4)
+        #expect(try Self.reserve(Self.signature("a"), limits, in: ledger))
+        #expect(try Self.reserve(Self.signature("a"), limits, in: ledger))
+        #expect(try !Self.reserve(Self.signature("a"), limits, in: ledger))
+        #expect(try !Self.reserve(Self.signature(nil), limits, in: ledger))
+        #expect(try Self.reserve(Self.signature("a", offer: "o2"), limits, in: ledger))
+        #expect(try Self.reserve(Self.signature("b", nonce: "b1"), limits, in: ledger))
+        #expect(try Self.reserve(Self.signature("c"), limits, in: ledger))
+        #expect(try !Self.reserve(Self.signature("d"), limits, in: ledger))
+        try ledger.release(nonce: "b1")
+        #expect(try Self.reserve(Self.signature("d"), limits, in: ledger))
+        #expect(try ledger.usage(Self.key(nil)).offerReservations == 4)
+    }
+
+    @Test("forty concurrent records against a total of 1: exactly one is recorded", arguments: Kind.allCases)
+    func lastPlace(kind: Kind) async throws {
+        let ledger = try make(kind)
+        let recorded = try await withThrowingTaskGroup(of: Bool.self) { group in
+            for index in 0..<40 {
+                group.addTask {
+                    try Self.reserve(Self.signature("customer-\(index)"), OfferLimits(total: 1), in: ledger)
+                }
+            }
+            var recorded = 0
+            for try await outcome in group where outcome { recorded += 1 }
+            return recorded
+        }
+        #expect(recorded == 1)
+        #expect(try ledger.usage(Self.key(nil)).offerReservations == 1)
+    }
+
+    @Test("concurrent records never exceed either limit", arguments: Kind.allCases)
+    func concurrency(kind: Kind) async throws {
+        let ledger = try make(kind)
+        let limits = OfferLimits(perCustomer: 3, total: 25)
+        let recorded = try await withThrowingTaskGroup(of: Bool.self) { group in
+            for index in 0..<200 {
+                group.addTask { try Self.reserve(Self.signature("customer-\(index % 20)"), limits, in: ledger) }
+            }
+            var recorded = 0
+            for try await outcome in group where outcome { recorded += 1 }
+            return recorded
+        }
+        #expect(recorded == 25)
+        #expect(try ledger.usage(Self.key(nil)).offerReservations == 25)
+        for index in 0..<20 { #expect(try ledger.usage(Self.key("customer-\(index)")).customerSignatures <= 3) }
+    }
+}
+
+/// What only the SQLite file does: persistence, redemptions table, indexes, file modes, errors.
+@Suite("SQLite ledger: the file")
+struct SQLiteLedgerFileTests {
+    let scratch: ScratchFolder
+
+    init() throws { scratch = try ScratchFolder() }
+
+    @Test("every record survives a reopen")
     func persistence() throws {
-        let path = Self.temporaryPath()
-        defer { try? FileManager.default.removeItem(atPath: path) }
+        let path = scratch.file("ledger.sqlite")
         do {
             let ledger = try SQLiteLedger(path: path)
-            #expect(try ledger.reserve(reservation("a"), limits: ReservationLimits(perCustomer: 1)) == .reserved)
+            try LedgerTests.add(LedgerTests.signature("a"), to: ledger)
+            try LedgerTests.add(LedgerTests.signature("b"), to: ledger)
         }
         let reopened = try SQLiteLedger(path: path)
-        #expect(try reopened.count(bundleId: "com.example", offerId: "o1", customerKey: "a") == 1)
         #expect(
-            try reopened.reserve(reservation("a"), limits: ReservationLimits(perCustomer: 1))
-                == .perCustomerLimitReached)
+            try reopened.usage(LedgerTests.key("a"))
+                == OfferUsage(customerSignatures: 1, offerReservations: 2, customerSignaturesLastDay: 1))
+    }
+
+    @Test("two ledgers on one file (two processes) never exceed a limit between them")
+    func twoConnections() async throws {
+        let path = scratch.file("ledger.sqlite")
+        let ledgers = [try SQLiteLedger(path: path), try SQLiteLedger(path: path)]
+        let recorded = try await withThrowingTaskGroup(of: Bool.self) { group in
+            for index in 0..<200 {
+                let ledger = ledgers[index % 2]
+                group.addTask {
+                    try LedgerTests.reserve(LedgerTests.signature("c\(index)"), OfferLimits(total: 60), in: ledger)
+                }
+            }
+            var recorded = 0
+            for try await outcome in group where outcome { recorded += 1 }
+            return recorded
+        }
+        #expect(recorded == 60)
+        #expect(try ledgers[0].usage(LedgerTests.key(nil)).offerReservations == 60)
+    }
+
+    @Test("redemptions are counted per customer and offer from their own table")
+    func redemptions() throws {
+        let path = scratch.file("ledger.sqlite")
+        let ledger = try SQLiteLedger(path: path)
+        let insert =
+            "INSERT INTO redemptions (bundle_id, offer_id, customer_key, transaction_id, redeemed_at_ms) "
+            + "VALUES (?1, ?2, ?3, ?4, 1)"
+        let writer = try Connection(path: path)
+        for (offer, customer, transaction) in [
+            ("o1", "a", "t1"), ("o1", "a", "t2"), ("o2", "a", "t3"), ("o1", "b", "t4"),
+        ] {
+            try writer.run(insert, [.text("com.example"), .text(offer), .text(customer), .text(transaction)])
+        }
+        #expect(try ledger.usage(LedgerTests.key("a")) == OfferUsage(customerRedemptions: 2))
+        #expect(try ledger.usage(LedgerTests.key("b", offer: "o2")) == .none)
+        #expect(try ledger.usage(LedgerTests.key(nil)) == .none)
+    }
+
+    /// Each count query of the ledger, its parameter count, and the index that must answer it.
+    static let plans = [
+        (SQLiteLedger.Query.offerReservations, 2, "USING INDEX sqlite_autoindex_offer_totals_1 "),
+        (SQLiteLedger.Query.customerSignatures, 3, "USING COVERING INDEX issued_by_customer "),
+        (SQLiteLedger.Query.customerRedemptions, 3, "USING COVERING INDEX redemptions_by_customer "),
+        (SQLiteLedger.Query.customerSignaturesLastDay, 3, "USING COVERING INDEX issued_by_customer_time "),
+    ]
+
+    @Test("every count is answered by an index, never a scan")
+    func indexedCounts() throws {
+        let path = scratch.file("ledger.sqlite")
+        _ = try SQLiteLedger(path: path)
+        #expect(Self.plans.map(\.0) == SQLiteLedger.Query.counts)
+        for (query, parameters, index) in Self.plans {
+            let plan = try Connection(path: path).texts(
+                "EXPLAIN QUERY PLAN " + query, Array(repeating: .text("x"), count: parameters), column: 3)
+            #expect(plan.count == 1 && plan[0].hasPrefix("SEARCH") && plan[0].contains(index), "\(plan)")
+        }
     }
 
     @Test("values with quotes and SQL are stored as data, never run")
     func boundParameters() throws {
         let ledger = try SQLiteLedger(path: ":memory:")
         let hostile = "a'); DROP TABLE issued_signatures; --"
-        #expect(try ledger.reserve(reservation(hostile), limits: ReservationLimits(perCustomer: 1)) == .reserved)
-        #expect(try ledger.count(bundleId: "com.example", offerId: "o1", customerKey: hostile) == 1)
+        try LedgerTests.add(LedgerTests.signature(hostile), to: ledger)
+        #expect(try ledger.usage(LedgerTests.key(hostile)).customerSignatures == 1)
         #expect(ledger.isHealthy())
     }
 
-    @Test("a ledger that cannot be opened is an error, not a crash")
-    func unopenable() {
-        #expect(throws: LedgerError.self) { _ = try SQLiteLedger(path: "/nonexistent-dir/x/ledger.sqlite") }
+    @Test("a new ledger file is 0600 (its WAL too) and each folder created for it 0700")
+    func fileModes() throws {
+        let path = scratch.file("data/ledger/offer-signer.sqlite")
+        let ledger = try SQLiteLedger(path: path)
+        try LedgerTests.add(LedgerTests.signature("a"), to: ledger)
+        #expect(try Self.mode(path) == 0o600)
+        #expect(try Self.mode(path + "-wal") == 0o600)
+        #expect(try Self.mode(scratch.file("data/ledger")) == 0o700)
+        #expect(try Self.mode(scratch.file("data")) == 0o700)
     }
 
-    @Test("a ledger from before the totals table gets its totals counted on open")
-    func totalsMigration() throws {
-        let path = Self.temporaryPath()
-        defer { try? FileManager.default.removeItem(atPath: path) }
-        do {
-            let ledger = try SQLiteLedger(path: path)
-            for customer in ["a", "b", "c"] {
-                #expect(try ledger.reserve(reservation(customer), limits: ReservationLimits()) == .reserved)
+    static func mode(_ path: String) throws -> mode_t {
+        var info = stat()
+        try #require(stat(path, &info) == 0, "stat \(path)")
+        return info.st_mode & 0o777
+    }
+
+    @Test("a folder that cannot be made is an error in words, not an errno")
+    func folderError() throws {
+        let blocker = scratch.file("not-a-folder")
+        try Data().write(to: URL(fileURLWithPath: blocker))
+        let error = #expect(throws: LedgerError.self) { _ = try SQLiteLedger(path: blocker + "/sub/ledger.sqlite") }
+        #expect(error?.description == "cannot create the ledger's folder \(blocker)/sub: Not a directory")
+        let fileError = #expect(throws: LedgerError.self) { _ = try SQLiteLedger(path: blocker + "/ledger.sqlite") }
+        #expect(fileError?.description == "cannot create the ledger file \(blocker)/ledger.sqlite: Not a directory")
+    }
+
+    @Test("a file that is not a SQLite database is refused with SQLite's words")
+    func notADatabase() throws {
+        let path = scratch.file("ledger.sqlite")
+        try Data(repeating: 0x41, count: 4096).write(to: URL(fileURLWithPath: path))
+        let error = #expect(throws: LedgerError.self) { _ = try SQLiteLedger(path: path) }
+        #expect(error?.description == "ledger statement failed: file is not a database")
+    }
+}
+
+/// Ledger files of every older schema version open, keep every record and end at the current version.
+@Suite("SQLite ledger: schema migrations")
+struct LedgerMigrationTests {
+    /// The schema as each release created it, kept here as it was, so the migrations are tested against the
+    /// real history and not against themselves.
+    static let version1 = [
+        """
+        CREATE TABLE IF NOT EXISTS issued_signatures (
+            id INTEGER PRIMARY KEY,
+            bundle_id TEXT NOT NULL,
+            offer_id TEXT NOT NULL,
+            customer_key TEXT,
+            nonce TEXT NOT NULL UNIQUE,
+            key_id TEXT NOT NULL,
+            format TEXT NOT NULL,
+            issued_at_ms INTEGER NOT NULL
+        )
+        """,
+        "CREATE INDEX IF NOT EXISTS issued_by_customer ON issued_signatures (bundle_id, offer_id, customer_key)",
+    ]
+    static let version2 =
+        version1 + [
+            """
+            CREATE TABLE offer_totals (
+                bundle_id TEXT NOT NULL, offer_id TEXT NOT NULL, issued INTEGER NOT NULL,
+                PRIMARY KEY (bundle_id, offer_id)
+            )
+            """
+        ]
+
+    /// An older file: its version, and whether it was written before `schema_version` existed.
+    struct Old: Sendable, CustomTestStringConvertible {
+        let version: Int
+        let versioned: Bool
+        var testDescription: String { "version \(version)" + (versioned ? " with schema_version" : " unversioned") }
+    }
+
+    static let olds = [
+        Old(version: 0, versioned: false), Old(version: 1, versioned: false), Old(version: 2, versioned: false),
+        Old(version: 1, versioned: true), Old(version: 2, versioned: true),
+    ]
+
+    /// The records each old file holds: (bundle, offer, customer, nonce, issued at).
+    static let records: [(String, String, String?, String, Int64)] = [
+        ("com.example", "o1", "a", "n1", LedgerTests.now - 1000),
+        ("com.example", "o1", "a", "n2", LedgerTests.now - LedgerTests.day - 5),
+        ("com.example", "o1", "b", "n3", LedgerTests.now - 10),
+        ("com.example", "o1", nil, "n4", LedgerTests.now - 10),
+        ("com.example", "o2", "a", "n5", LedgerTests.now - 20),
+        ("com.other", "o1", "a", "n6", LedgerTests.now - 30),
+    ]
+
+    let scratch: ScratchFolder
+
+    init() throws { scratch = try ScratchFolder() }
+
+    /// Writes a file as the release at `old.version` left it, with `records` in it.
+    func build(_ old: Old, at path: String) throws {
+        let connection = try Connection(path: path)
+        let schema = [0: [], 1: Self.version1, 2: Self.version2][old.version]!
+        for statement in schema { try connection.execute(statement) }
+        guard old.version > 0 else { return }
+        for (bundle, offer, customer, nonce, issuedAt) in Self.records {
+            try connection.run(
+                """
+                INSERT INTO issued_signatures (bundle_id, offer_id, customer_key, nonce, key_id, format, issued_at_ms)
+                VALUES (?1, ?2, ?3, ?4, 'K', 'jws', ?5)
+                """,
+                [.text(bundle), .text(offer), customer.map { .text($0) } ?? .null, .text(nonce), .integer(issuedAt)])
+            if old.version >= 2 {
+                try connection.run(
+                    """
+                    INSERT INTO offer_totals (bundle_id, offer_id, issued) VALUES (?1, ?2, 1)
+                    ON CONFLICT (bundle_id, offer_id) DO UPDATE SET issued = issued + 1
+                    """,
+                    [.text(bundle), .text(offer)])
             }
         }
-        try Connection(path: path).execute("DROP TABLE offer_totals")
+        if old.versioned {
+            try connection.execute("CREATE TABLE schema_version (version INTEGER NOT NULL)")
+            try connection.run("INSERT INTO schema_version (version) VALUES (?1)", [.integer(Int64(old.version))])
+        }
+    }
+
+    static func version(at path: String) throws -> [String] {
+        try Connection(path: path).texts("SELECT version FROM schema_version", [])
+    }
+
+    @Test("an older file is brought to the current version with every record and count", arguments: olds)
+    func upgrade(old: Old) throws {
+        let path = scratch.file("ledger.sqlite")
+        try build(old, at: path)
+        let ledger = try SQLiteLedger(path: path)
+        #expect(try Self.version(at: path) == ["\(LedgerSchema.currentVersion)"])
+        let rows = try Connection(path: path).texts(
+            """
+            SELECT bundle_id || ' ' || offer_id || ' ' || coalesce(customer_key, '-') || ' ' || nonce || ' '
+                || issued_at_ms FROM issued_signatures ORDER BY nonce
+            """, [])
+        let expected = old.version == 0 ? [] : Self.records.map { "\($0.0) \($0.1) \($0.2 ?? "-") \($0.3) \($0.4)" }
+        #expect(rows == expected)
+        let scale = old.version == 0 ? 0 : 1
+        #expect(
+            try ledger.usage(LedgerTests.key("a"))
+                == OfferUsage(
+                    customerSignatures: 2 * scale, offerReservations: 4 * scale, customerSignaturesLastDay: 2 * scale))
+        #expect(
+            try ledger.usage(LedgerTests.key("a", app: "com.other"))
+                == OfferUsage(customerSignatures: scale, offerReservations: scale, customerSignaturesLastDay: scale))
+        try LedgerTests.add(LedgerTests.signature("a"), to: ledger)
+        #expect(try ledger.usage(LedgerTests.key("a")).offerReservations == 4 * scale + 1)
+    }
+
+    @Test("opening a current file again changes nothing")
+    func reopen() throws {
+        let path = scratch.file("ledger.sqlite")
+        try LedgerTests.add(LedgerTests.signature("a"), to: SQLiteLedger(path: path))
         let reopened = try SQLiteLedger(path: path)
-        #expect(try reopened.count(bundleId: "com.example", offerId: "o1", customerKey: nil) == 3)
-        #expect(try reopened.reserve(reservation("d"), limits: ReservationLimits(total: 3)) == .totalLimitReached)
-        #expect(try reopened.reserve(reservation("d"), limits: ReservationLimits(total: 4)) == .reserved)
+        #expect(try Self.version(at: path) == ["\(LedgerSchema.currentVersion)"])
+        #expect(try reopened.usage(LedgerTests.key("a")).customerSignatures == 1)
+    }
+
+    @Test("a file from a newer release is refused and left as it is")
+    func newer() throws {
+        let path = scratch.file("ledger.sqlite")
+        _ = try SQLiteLedger(path: path)
+        let newer = LedgerSchema.currentVersion + 1
+        try Connection(path: path).run("UPDATE schema_version SET version = ?1", [.integer(Int64(newer))])
+        let error = #expect(throws: LedgerError.self) { _ = try SQLiteLedger(path: path) }
+        #expect(
+            error?.description
+                == "the ledger \(path) has schema version \(newer), newer than this offer-signer knows "
+                + "(\(LedgerSchema.currentVersion)): it was written by a later release; run that release or a newer "
+                + "one (a ledger is never downgraded)")
+        #expect(try Self.version(at: path) == ["\(newer)"])
+    }
+
+    @Test("a database of something else is refused, not written into")
+    func foreign() throws {
+        let path = scratch.file("other.sqlite")
+        try Connection(path: path).execute("CREATE TABLE customers (id INTEGER)")
+        let error = #expect(throws: LedgerError.self) { _ = try SQLiteLedger(path: path) }
+        #expect(
+            error?.description
+                == "\(path) is not an offer-signer ledger: it has tables (customers) but no schema_version")
+        #expect(
+            try Connection(path: path).texts("SELECT name FROM sqlite_master WHERE type = 'table'", []) == ["customers"]
+        )
+    }
+
+    @Test("the migrations are numbered 1, 2, 3... in order")
+    func order() {
+        #expect(LedgerSchema.migrations.map(\.version) == Array(1...LedgerSchema.migrations.count))
     }
 }

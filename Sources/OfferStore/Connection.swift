@@ -1,0 +1,111 @@
+import CSQLite
+import OfferCore
+
+/// One SQLite connection: opened in init, closed in deinit; every statement binds its parameters.
+///
+/// `@unchecked Sendable`: the connection is opened with SQLITE_OPEN_FULLMUTEX and is only used under the
+/// ledger's `Mutex`.
+final class Connection: @unchecked Sendable {
+    enum Value {
+        case text(String)
+        case integer(Int64)
+        case null
+    }
+
+    private let handle: OpaquePointer
+
+    init(path: String) throws(LedgerError) {
+        var handle: OpaquePointer?
+        let flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_FULLMUTEX
+        let status = sqlite3_open_v2(path, &handle, flags, nil)
+        guard status == SQLITE_OK, let handle else {
+            if let handle { sqlite3_close_v2(handle) }
+            throw LedgerError("cannot open the ledger database \(path): \(String(cString: sqlite3_errstr(status)))")
+        }
+        self.handle = handle
+    }
+
+    deinit { sqlite3_close_v2(handle) }
+
+    func execute(_ sql: String) throws(LedgerError) {
+        let status = sqlite3_exec(handle, sql, nil, nil, nil)
+        guard status == SQLITE_OK else { throw failure("statement failed") }
+    }
+
+    func run(_ sql: String, _ values: [Value]) throws(LedgerError) {
+        let statement = try prepare(sql, values)
+        defer { sqlite3_finalize(statement) }
+        guard sqlite3_step(statement) == SQLITE_DONE else { throw failure("statement failed") }
+    }
+
+    /// The first column of the one row `sql` returns, as an integer.
+    func scalar(_ sql: String, _ values: [Value]) throws(LedgerError) -> Int64 {
+        let statement = try prepare(sql, values)
+        defer { sqlite3_finalize(statement) }
+        guard sqlite3_step(statement) == SQLITE_ROW else { throw failure("query failed") }
+        return sqlite3_column_int64(statement, 0)
+    }
+
+    /// Column `column` of every row `sql` returns, as text (empty for NULL).
+    func texts(_ sql: String, _ values: [Value], column: Int32 = 0) throws(LedgerError) -> [String] {
+        let statement = try prepare(sql, values)
+        defer { sqlite3_finalize(statement) }
+        var texts: [String] = []
+        while true {
+            switch sqlite3_step(statement) {
+            case SQLITE_ROW:
+                texts.append(sqlite3_column_text(statement, column).map { String(cString: $0) } ?? "")
+            case SQLITE_DONE:
+                return texts
+            default:
+                throw failure("query failed")
+            }
+        }
+    }
+
+    /// Runs `body` in a transaction (`BEGIN IMMEDIATE` takes the write lock at once, so a check and the write
+    /// that depends on it see the same data) and commits, or rolls back when anything throws.
+    func transaction<Result>(
+        _ begin: String = "BEGIN IMMEDIATE", _ body: () throws(LedgerError) -> Result
+    ) throws(LedgerError) -> Result {
+        try execute(begin)
+        do {
+            let result = try body()
+            try execute("COMMIT")
+            return result
+        } catch {
+            try? execute("ROLLBACK")
+            throw error
+        }
+    }
+
+    private func prepare(_ sql: String, _ values: [Value]) throws(LedgerError) -> OpaquePointer {
+        var statement: OpaquePointer?
+        guard sqlite3_prepare_v2(handle, sql, -1, &statement, nil) == SQLITE_OK, let statement else {
+            throw failure("cannot prepare a statement")
+        }
+        // SQLITE_TRANSIENT: SQLite copies the text before the call returns.
+        let transient = unsafeBitCast(-1, to: sqlite3_destructor_type.self)
+        for (index, value) in values.enumerated() {
+            let position = Int32(index + 1)
+            let bound: Int32
+            switch value {
+            case .text(let text): bound = sqlite3_bind_text(statement, position, text, -1, transient)
+            case .integer(let number): bound = sqlite3_bind_int64(statement, position, number)
+            case .null: bound = sqlite3_bind_null(statement, position)
+            }
+            guard bound == SQLITE_OK else {
+                let error = failure("cannot bind a parameter")
+                sqlite3_finalize(statement)
+                throw error
+            }
+        }
+        return statement
+    }
+
+    /// SQLite's own words for the last failure (`database is locked`, `UNIQUE constraint failed:
+    /// issued_signatures.nonce`): they name tables and columns, never bound values.
+    private func failure(_ what: String) -> LedgerError {
+        LedgerError("ledger \(what): \(String(cString: sqlite3_errmsg(handle)))")
+    }
+}

@@ -1,0 +1,121 @@
+import OfferCore
+
+/// The SQLite ledger's schema as an ordered list of migrations, applied at open, each once and each in its own
+/// transaction, recorded in `schema_version`. A migration, once released, never changes: a change is a new one.
+///
+/// Files from before versioning have no `schema_version` table; they are recognised by their tables (version 1:
+/// `issued_signatures` only; version 2: with `offer_totals`). A file whose version is newer than this binary
+/// knows is refused, never downgraded.
+enum LedgerSchema {
+    struct Migration {
+        let version: Int
+        let statements: [String]
+    }
+
+    static let migrations = [
+        // 1: the first release: one row per issued signature.
+        Migration(
+            version: 1,
+            statements: [
+                """
+                CREATE TABLE issued_signatures (
+                    id INTEGER PRIMARY KEY,
+                    bundle_id TEXT NOT NULL,
+                    offer_id TEXT NOT NULL,
+                    customer_key TEXT,
+                    nonce TEXT NOT NULL UNIQUE,
+                    key_id TEXT NOT NULL,
+                    format TEXT NOT NULL,
+                    issued_at_ms INTEGER NOT NULL
+                )
+                """,
+                "CREATE INDEX issued_by_customer ON issued_signatures (bundle_id, offer_id, customer_key)",
+            ]),
+        // 2: totals per offer, kept in step with the records, so the offer's count is one row read.
+        Migration(
+            version: 2,
+            statements: [
+                """
+                CREATE TABLE offer_totals (
+                    bundle_id TEXT NOT NULL, offer_id TEXT NOT NULL, issued INTEGER NOT NULL,
+                    PRIMARY KEY (bundle_id, offer_id)
+                )
+                """,
+                """
+                INSERT INTO offer_totals (bundle_id, offer_id, issued)
+                SELECT bundle_id, offer_id, count(*) FROM issued_signatures GROUP BY bundle_id, offer_id
+                """,
+            ]),
+        // 3: a customer's signatures in the last day by index; redemptions (written by a later release).
+        Migration(
+            version: 3,
+            statements: [
+                "CREATE INDEX issued_by_customer_time ON issued_signatures (bundle_id, customer_key, issued_at_ms)",
+                """
+                CREATE TABLE redemptions (
+                    id INTEGER PRIMARY KEY,
+                    bundle_id TEXT NOT NULL,
+                    offer_id TEXT NOT NULL,
+                    customer_key TEXT NOT NULL,
+                    transaction_id TEXT NOT NULL UNIQUE,
+                    redeemed_at_ms INTEGER NOT NULL
+                )
+                """,
+                "CREATE INDEX redemptions_by_customer ON redemptions (bundle_id, offer_id, customer_key)",
+            ]),
+    ]
+
+    /// The version this binary brings a ledger to.
+    static let currentVersion = migrations[migrations.count - 1].version
+
+    /// Brings the database up to `currentVersion`, one migration per transaction. Another process opening the
+    /// same file waits for the write lock and then finds the work done.
+    static func migrate(_ connection: Connection, path: String) throws(LedgerError) {
+        while true {
+            let applied = try connection.transaction { () throws(LedgerError) -> Bool in
+                let version = try recordedVersion(connection, path: path)
+                if version > currentVersion {
+                    throw LedgerError(
+                        "the ledger \(path) has schema version \(version), newer than this offer-signer knows "
+                            + "(\(currentVersion)): it was written by a later release; run that release or a newer "
+                            + "one (a ledger is never downgraded)")
+                }
+                guard let next = migrations.first(where: { $0.version > version }) else { return false }
+                for statement in next.statements { try connection.execute(statement) }
+                try connection.run("UPDATE schema_version SET version = ?1", [.integer(Int64(next.version))])
+                return true
+            }
+            if !applied { return }
+        }
+    }
+
+    /// The version in `schema_version`, creating that table with the version recognised from the tables when
+    /// it is missing (a new file is version 0).
+    private static func recordedVersion(_ connection: Connection, path: String) throws(LedgerError) -> Int {
+        let tables = Set(
+            try connection.texts(
+                "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'", []))
+        if tables.contains("schema_version") {
+            let versions = try connection.texts("SELECT version FROM schema_version", [])
+            guard versions.count == 1, let version = Int(versions[0]) else {
+                throw LedgerError("the ledger \(path) has a damaged schema_version table (expected one version)")
+            }
+            return version
+        }
+        let version: Int
+        if tables.isEmpty {
+            version = 0
+        } else if tables == ["issued_signatures"] {
+            version = 1
+        } else if tables == ["issued_signatures", "offer_totals"] {
+            version = 2
+        } else {
+            throw LedgerError(
+                "\(path) is not an offer-signer ledger: it has tables (\(tables.sorted().joined(separator: ", "))) "
+                    + "but no schema_version")
+        }
+        try connection.execute("CREATE TABLE schema_version (version INTEGER NOT NULL)")
+        try connection.run("INSERT INTO schema_version (version) VALUES (?1)", [.integer(Int64(version))])
+        return version
+    }
+}
