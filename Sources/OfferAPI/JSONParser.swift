@@ -1,10 +1,45 @@
 /// A strict RFC 8259 JSON parser: valid UTF-8 only, no duplicate keys, no trailing data,
 /// and a nesting limit so hostile input cannot exhaust the stack.
 public struct JSONParser {
+    /// Why a document is not JSON, and where: `offset` for programs, `line` and `column` for people.
     public struct Error: Swift.Error, Equatable, Sendable, CustomStringConvertible {
         public let message: String
+        /// Bytes from the start of the document to the problem (0-based).
         public let offset: Int
-        public var description: String { "\(message) at byte \(offset)" }
+        /// The line of `offset`, 1-based; a line ends with LF (so CRLF counts once).
+        public let line: Int
+        /// The position of `offset` on its line, 1-based, counted in Unicode scalars: a character written
+        /// with several UTF-8 bytes counts once, as an editor shows it.
+        public let column: Int
+
+        public var description: String { "\(message) at line \(line), column \(column)" }
+
+        public init(message: String, offset: Int, line: Int, column: Int) {
+            self.message = message
+            self.offset = offset
+            self.line = line
+            self.column = column
+        }
+
+        /// The error at `offset` of `bytes`; counts lines and columns only now, on the error path.
+        init(message: String, offset: Int, in bytes: [UInt8]) {
+            self.message = message
+            self.offset = offset
+            var line = 1
+            var column = 1
+            for byte in bytes.prefix(offset) {
+                if byte == 0x0A {
+                    line += 1
+                    column = 1
+                } else if byte & 0xC0 != 0x80 {
+                    // Every byte but a UTF-8 continuation byte starts a scalar. The bytes before an error
+                    // are valid UTF-8: the parser validates as it goes.
+                    column += 1
+                }
+            }
+            self.line = line
+            self.column = column
+        }
     }
 
     public static let defaultMaxDepth = 32
@@ -22,7 +57,7 @@ public struct JSONParser {
     public static func parse(_ bytes: [UInt8], maxDepth: Int = defaultMaxDepth) throws(Error) -> JSONValue {
         var parser = JSONParser(bytes, maxDepth: maxDepth)
         parser.skipWhitespace()
-        guard parser.index < bytes.count else { throw Error(message: "empty document", offset: 0) }
+        guard parser.index < bytes.count else { throw Error(message: "empty document", offset: 0, in: bytes) }
         let value = try parser.parseValue(depth: 0)
         parser.skipWhitespace()
         guard parser.index == bytes.count else { throw parser.failure("unexpected data after the JSON value") }
@@ -33,7 +68,7 @@ public struct JSONParser {
         try parse(Array(text.utf8), maxDepth: maxDepth)
     }
 
-    private func failure(_ message: String) -> Error { Error(message: message, offset: index) }
+    private func failure(_ message: String) -> Error { Error(message: message, offset: index, in: bytes) }
 
     private mutating func skipWhitespace() {
         while index < bytes.count {
@@ -87,7 +122,7 @@ public struct JSONParser {
             skipWhitespace()
             let value = try parseValue(depth: depth)
             guard members.updateValue(value, forKey: key) == nil else {
-                throw Error(message: "duplicate member \"\(key)\"", offset: keyOffset)
+                throw Error(message: "duplicate member \"\(key)\"", offset: keyOffset, in: bytes)
             }
             skipWhitespace()
             guard index < bytes.count else { throw failure("unexpected end of input in an object") }
@@ -153,7 +188,7 @@ public struct JSONParser {
         let text = String(decoding: bytes[start..<index], as: UTF8.self)
         if isInteger, let value = Int64(text) { return .int(value) }
         guard let value = Double(text), value.isFinite else {
-            throw Error(message: "number out of range", offset: start)
+            throw Error(message: "number out of range", offset: start, in: bytes)
         }
         return .double(value)
     }

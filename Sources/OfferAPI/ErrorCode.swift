@@ -1,0 +1,38 @@
+/// The stable machine code of an error response (`error.code`). Extensible: a client keeps a code it does not
+/// know as is, and should switch on the known ones.
+public struct ErrorCode: RawRepresentable, Sendable, Hashable, CustomStringConvertible {
+    public let rawValue: String
+
+    public init(rawValue: String) { self.rawValue = rawValue }
+
+    public var description: String { rawValue }
+
+    /// 400: the body is not a JSON object, or a member is unknown, missing, empty, of the wrong type or value.
+    public static let invalidRequest = ErrorCode(rawValue: "invalid_request")
+    /// 400: Apple-signed data failed verification (`reason` says which check, `field` which member).
+    public static let untrustedSignedData = ErrorCode(rawValue: "untrusted_signed_data")
+    /// 400: the offer exists but is of another type than the route signs.
+    public static let wrongOfferType = ErrorCode(rawValue: "wrong_offer_type")
+    /// 400: the offer does not cover `productId`.
+    public static let productNotCovered = ErrorCode(rawValue: "product_not_covered")
+    /// 403: the customer does not meet the offer's rules or limits (`reasons`).
+    public static let notEligible = ErrorCode(rawValue: "not_eligible")
+    /// 404: no app is configured with `bundleId`.
+    public static let unknownApp = ErrorCode(rawValue: "unknown_app")
+    /// 404: no such offer for this app.
+    public static let unknownOffer = ErrorCode(rawValue: "unknown_offer")
+    /// 404: no route for the path.
+    public static let notFound = ErrorCode(rawValue: "not_found")
+    /// 405: the path takes another method (`Allow` header).
+    public static let methodNotAllowed = ErrorCode(rawValue: "method_not_allowed")
+    /// 413: the body is over the size limit.
+    public static let payloadTooLarge = ErrorCode(rawValue: "payload_too_large")
+    /// 429: over the rate limit for this client (`Retry-After` header).
+    public static let rateLimited = ErrorCode(rawValue: "rate_limited")
+    /// 500: the server failed (for example, signing failed).
+    public static let internalError = ErrorCode(rawValue: "internal_error")
+    /// 503 from `/readyz`: no app configured, or the ledger does not answer.
+    public static let notReady = ErrorCode(rawValue: "not_ready")
+    /// 503: the ledger of issued signatures failed; retry later.
+    public static let storageUnavailable = ErrorCode(rawValue: "storage_unavailable")
+}
