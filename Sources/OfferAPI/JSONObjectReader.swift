@@ -59,7 +59,7 @@ public struct JSONObjectReader: Sendable {
             let unknown = members.keys.sorted().first(where: { !allowed.contains($0) })
         {
             let name = Self.qualified(unknown, in: path)
-            throw WireError(field: name, message: "unknown field \"\(name)\"")
+            throw WireError("unknown field \"\(name)\"")
         }
         self.members = members
         self.policy = policy

@@ -16,7 +16,7 @@ public enum StorageLocation: Sendable, Equatable, CustomStringConvertible {
         let prefix = "sqlite:"
         if text == "memory" { return .memory }
         if text.hasPrefix(prefix), text.count > prefix.count {
-            return .sqlite(ConfigFilePath.resolve(String(text.dropFirst(prefix.count)), against: baseDirectory))
+            return .sqlite(Identifiers.resolve(String(text.dropFirst(prefix.count)), against: baseDirectory))
         }
         throw ConfigError(path: "$.storage", "expected \"sqlite:PATH\" or \"memory\"")
     }

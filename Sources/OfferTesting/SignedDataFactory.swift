@@ -113,6 +113,7 @@ extension SignedDataFactory {
             "productId": .string(productId),
             "autoRenewProductId": .string(productId),
             "autoRenewStatus": .int(Int64(autoRenewStatus)),
+            "isInBillingRetryPeriod": .bool(false),
             "signedDate": .int(signedDate),
             "environment": .string(environment),
             "recentSubscriptionStartDate": .int(signedDate - 30 * millisecondsPerDay),

@@ -1,40 +1,81 @@
 import OfferCore
 import OfferServer
+import OfferStore
 
-/// `offer-signer config check`: validates everything the service would load and prints a summary.
+/// `offer-signer config check`: validates everything the service would load (keys, roots, the storage) and
+/// prints a summary with each offer's window and rule, then the warnings.
 enum ConfigCheckCommand {
     static func run(_ arguments: ArraySlice<String>) throws -> Int32 {
-        let options = try Arguments(arguments, valued: ["config"])
+        let options = try Arguments(arguments, valued: ["config", "at"])
+        guard options.positionals.isEmpty else { throw UsageError("unexpected argument \(options.positionals[0])") }
         let path = try options.required("config")
-        let (config, catalog) = try ServeCommand.loadConfiguration(path)
+        var now = SystemClock.nowMilliseconds()
+        if let at = options["at"] {
+            guard let parsed = ISO8601.parse(at) else {
+                throw UsageError("--at must be an ISO 8601 date-time like 2026-12-01T00:00:00Z")
+            }
+            now = parsed
+        }
+        let (configuration, catalog) = try ServeCommand.loadConfiguration(path)
+        _ = try ServeCommand.snapshot(configuration, catalog: catalog, ledger: nil)
+        let settings = configuration.settings
+        do {
+            // Opening runs the ledger's migrations, as the service would at start.
+            _ = try settings.storage.open()
+        } catch {
+            throw CommandError("storage \(settings.storage): \(error.description)")
+        }
         var lines = [
-            "configuration OK: \(path)", "listen: \(config.listen.host):\(config.listen.port)",
-            "storage: \(config.storage.description)",
+            "configuration OK: \(path) (configuration \(configuration.hash))",
+            "listen: \(settings.listen.host):\(settings.listen.port)",
+            "storage: \(settings.storage.description) (opened)",
+            "trust: \(settings.trust.rootCertificateFiles.count) root certificate(s); environments "
+                + settings.trust.environments.map(\.rawValue).joined(separator: ", "),
+            "logging: \(settings.logging.level.label), \(settings.logging.format.rawValue)",
         ]
-        lines.append(
-            "trust: \(config.trust.rootCertificateFiles.count) root certificate(s); environments "
-                + config.trust.environments.joined(separator: ", "))
-        for app in config.apps {
+        if let rateLimit = settings.rateLimit {
+            lines.append(
+                "rateLimit: \(rateLimit.policy.requestsPerMinute)/min, burst \(rateLimit.policy.burst)"
+                    + (rateLimit.clientAddressHeader.map { ", client from \($0)" } ?? ""))
+        }
+        for app in configuration.apps {
             lines.append("app \(app.bundleId) (issuer \(app.issuerId))\(app.localTesting ? " [LOCAL TESTING]" : "")")
             for key in app.keys {
                 let role = key.keyId == app.activeKeyId ? "signing" : "verify-only (rotation)"
                 let curve = catalog.apps[app.bundleId]?.keys[key.keyId]?.key.curveName ?? "?"
                 lines.append("  key \(key.keyId): \(role), \(curve), \(key.privateKeyFile)")
             }
-            for offer in app.offers {
-                var detail = "\(offer.kind.rawValue) for \(offer.productIds.joined(separator: ", "))"
-                if offer.eligibility != nil { detail += "; rules" }
-                if !offer.requiresVerifiedCustomer { detail += "; unverified customers allowed" }
-                if let limits = offer.limits {
-                    detail += "; limits"
-                    if let perCustomer = limits.perCustomer { detail += " \(perCustomer) per customer," }
-                    if let total = limits.total { detail += " \(total) in all" }
-                }
-                lines.append("  offer \(offer.id): \(detail)")
-            }
+            for offer in app.offers { lines += describe(offer, now: now) }
         }
-        for warning in config.warnings { lines.append("WARNING \(warning)") }
+        for warning in configuration.warnings(at: now) { lines.append("WARNING \(warning)") }
         Console.out(lines.joined(separator: "\n"))
         return 0
+    }
+
+    private static func describe(_ offer: Offer, now: Int64) -> [String] {
+        var detail = "\(offer.kind.rawValue) for \(offer.productIds.joined(separator: ", "))"
+        if !offer.requiresVerifiedCustomer { detail += "; unverified customers allowed" }
+        if let group = offer.subscriptionGroupId { detail += "; subscription group \(group)" }
+        if let limits = offer.limits {
+            var parts: [String] = []
+            if let perCustomer = limits.perCustomer { parts.append("\(perCustomer) per customer") }
+            if let total = limits.total { parts.append("\(total) in all") }
+            detail += "; limits " + parts.joined(separator: ", ")
+        }
+        let window = offer.activeWindow
+        var when = "always"
+        if window.from != nil || window.until != nil {
+            when =
+                (window.from.map { "from \(ISO8601.format($0))" } ?? "")
+                + (window.from != nil && window.until != nil ? " " : "")
+                + (window.until.map { "until \(ISO8601.format($0))" } ?? "")
+            when +=
+                window.contains(now)
+                ? " (live)" : (window.until.map { now >= $0 } ?? false ? " (ended)" : " (not begun)")
+        }
+        return [
+            "  offer \(offer.id): \(detail)", "    window: \(when)",
+            "    rule: \(offer.eligibility?.text ?? "none beyond the built-in ones")",
+        ]
     }
 }

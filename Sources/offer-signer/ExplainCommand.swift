@@ -1,103 +1,122 @@
 import OfferAPI
 import OfferCore
 import OfferServer
+import OfferStore
 
-/// `offer-signer explain`: the full decision trace of one offer for given signed data, for ops.
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// `offer-signer explain`: the full decision trace of a request, for ops. The request goes through the same
+/// `EligibilityService` the HTTP routes use, with the ledger of the configured storage, so the verdict and the
+/// reason codes are the service's.
 enum ExplainCommand {
     static func run(_ arguments: ArraySlice<String>) throws -> Int32 {
         let options = try Arguments(
             arguments,
             valued: [
-                "config", "offer", "bundle-id", "signed-transaction", "signed-renewal-info", "signed-app-transaction",
-                "at",
+                "config", "request", "offer", "bundle-id", "product-id", "signed-transaction", "signed-renewal-info",
+                "signed-app-transaction", "at",
             ])
-        let (_, catalog) = try ServeCommand.loadConfiguration(try options.required("config"))
-        let offerId = try options.required("offer")
-        let candidates = catalog.apps.values.filter {
-            $0.offer(offerId) != nil && (options["bundle-id"] == nil || $0.config.bundleId == options["bundle-id"])
-        }
-        guard let app = candidates.first, let offer = app.offer(offerId) else {
-            throw CommandError(
-                "no offer \(offerId) in the configuration\(options["bundle-id"].map { " for app \($0)" } ?? "")")
-        }
-        guard candidates.count == 1 else {
-            throw UsageError("several apps have offer \(offerId); choose one with --bundle-id")
-        }
+        guard options.positionals.isEmpty else { throw UsageError("unexpected argument \(options.positionals[0])") }
+        let (configuration, catalog) = try ServeCommand.loadConfiguration(try options.required("config"))
         var now = SystemClock.nowMilliseconds()
         if let at = options["at"] {
-            guard let parsed = ActiveWindow.parseISO8601(at) else {
+            guard let parsed = ISO8601.parse(at) else {
                 throw UsageError("--at must be an ISO 8601 date-time like 2026-12-01T00:00:00Z")
             }
             now = parsed
         }
-
-        func verified(_ option: String, _ kind: SignedDataKind) throws -> JSONValue? {
-            guard let path = options[option] else { return nil }
-            guard let bytes = FileBytes.read(path) else { throw CommandError("\(path): cannot read file") }
-            let token = String(decoding: bytes, as: UTF8.self).filter { !$0.isWhitespace }
-            do {
-                return try app.verify(token, kind: kind)
-            } catch {
-                throw CommandError(
-                    "--\(option) \(path): untrusted signed data (\(error.reason.rawValue)): \(error.message)")
+        let request: JSONValue
+        if let source = options["request"] {
+            for option in [
+                "bundle-id", "product-id", "signed-transaction", "signed-renewal-info", "signed-app-transaction",
+            ]
+            where options[option] != nil {
+                throw UsageError("--\(option) cannot be combined with --request: the request carries it")
             }
-        }
-        if options["signed-renewal-info"] != nil && options["signed-transaction"] == nil {
-            throw UsageError("--signed-renewal-info needs the --signed-transaction it belongs to, as the service does")
-        }
-        let transaction = try verified("signed-transaction", .transaction)
-        let renewal = try verified("signed-renewal-info", .renewalInfo)
-        let appTransaction = try verified("signed-app-transaction", .appTransaction)
-        var customer: VerifiedCustomer?
-        if transaction != nil || renewal != nil || appTransaction != nil {
-            do {
-                customer = try VerifiedCustomer(
-                    transactionJSON: transaction, renewalInfoJSON: renewal, appTransactionJSON: appTransaction, now: now
-                )
-            } catch {
-                switch error {
-                case .malformed(let field, let message): throw CommandError("\(field): malformed payload: \(message)")
-                case .inconsistent(let message): throw CommandError("signed data does not fit together: \(message)")
-                }
-            }
-        }
-        let trace = OfferEvaluation.evaluate(offer, customer: customer, now: now)
-        var lines = [
-            "offer \(offer.id) (\(offer.kind.rawValue)) of \(app.config.bundleId) at \(ActiveWindow.formatISO8601(now))"
-        ]
-        if let facts = customer?.facts {
-            lines.append("customer: \(describe(facts))")
+            request = try readRequest(source)
         } else {
-            lines.append("customer: unverified (no signed data)")
+            request = try assembleRequest(options, catalog: catalog)
         }
-        lines.append(trace.render())
-        switch trace.decision {
-        case .eligible:
-            lines.append("decision: ELIGIBLE")
-        case .ineligible(let reasons):
-            lines.append(
-                "decision: NOT ELIGIBLE; the client sees: "
-                    + reasons.map { "\($0.rule)/\($0.code)" }.joined(separator: ", "))
+        if let offer = options["offer"], let named = request["offerId"]?.stringValue, named != offer {
+            throw UsageError("--offer \(offer) differs from the request's offerId \(named)")
         }
-        Console.out(lines.joined(separator: "\n"))
-        return trace.passed ? 0 : 3
+        let (ledger, ledgerNote) = openLedger(configuration.settings.storage)
+        let snapshot = try ServeCommand.snapshot(configuration, catalog: catalog, ledger: ledger)
+        let explanation = Explanation.explain(
+            request, offerId: options["offer"], service: snapshot.eligibility, now: now, ledger: ledgerNote)
+        Console.out(explanation.text)
+        return explanation.exitStatus
     }
 
-    private static func describe(_ facts: CustomerFacts) -> String {
-        var parts: [String] = []
-        parts.append("key=\(facts.customerKey ?? "absent")")
-        parts.append("status=\(facts.subscriptionStatus?.rawValue ?? "absent")")
-        if let days = facts.daysSinceExpiry { parts.append("daysSinceExpiry=\(days)") }
-        if let days = facts.daysSubscribed { parts.append("daysSubscribed=\(days)") }
-        if let days = facts.signedDataAgeDays { parts.append("signedDataAgeDays=\(days)") }
-        if let product = facts.productId { parts.append("product=\(product)") }
-        if let group = facts.subscriptionGroupId { parts.append("group=\(group)") }
-        if let autoRenew = facts.autoRenew { parts.append("autoRenew=\(autoRenew)") }
-        if let storefront = facts.storefront { parts.append("storefront=\(storefront)") }
-        if let environment = facts.environment { parts.append("environment=\(environment)") }
-        if !facts.eligibleWinBackOfferIds.isEmpty {
-            parts.append("winBack=\(facts.eligibleWinBackOfferIds.joined(separator: ","))")
+    /// The app's request body from a file or standard input (`-`).
+    private static func readRequest(_ source: String) throws -> JSONValue {
+        let bytes = source == "-" ? readStandardInput() : FileBytes.read(source)
+        guard let bytes else { throw CommandError("\(source): cannot read the request") }
+        do {
+            return try JSONParser.parse(bytes)
+        } catch {
+            throw CommandError("\(source): the request is not valid JSON: \(error.description)")
         }
-        return parts.joined(separator: " ")
+    }
+
+    /// A request body from separate options: the app (`--bundle-id`, else the one app with the offer), the offer
+    /// and product (`--product-id`, else the offer's first), and the signed data files.
+    private static func assembleRequest(_ options: Arguments, catalog: Catalog) throws -> JSONValue {
+        var members: [String: JSONValue] = [:]
+        let offerId = options["offer"]
+        let apps = catalog.order.compactMap { catalog.apps[$0] }.filter { app in
+            (options["bundle-id"] == nil || app.bundleId == options["bundle-id"])
+                && (offerId == nil || app.offer(offerId!) != nil)
+        }
+        guard let app = apps.first else {
+            if let offerId {
+                throw CommandError(
+                    "no offer \(offerId) in the configuration\(options["bundle-id"].map { " for app \($0)" } ?? "")")
+            }
+            throw CommandError("no app \(options["bundle-id"] ?? "") in the configuration")
+        }
+        guard apps.count == 1 else {
+            throw UsageError(
+                offerId.map { "several apps have offer \($0); choose one with --bundle-id" }
+                    ?? "several apps are configured; choose one with --bundle-id")
+        }
+        members["bundleId"] = .string(app.bundleId)
+        if let offerId, let offer = app.offer(offerId), offer.kind != .winBack {
+            members["offerId"] = .string(offerId)
+            members["productId"] = .string(options["product-id"] ?? offer.productIds[0])
+        } else if let product = options["product-id"] {
+            members["productIds"] = .array([.string(product)])
+        }
+        for (option, member) in [
+            ("signed-transaction", "signedTransaction"), ("signed-renewal-info", "signedRenewalInfo"),
+            ("signed-app-transaction", "signedAppTransaction"),
+        ] {
+            guard let path = options[option] else { continue }
+            guard let bytes = FileBytes.read(path) else { throw CommandError("--\(option) \(path): cannot read file") }
+            members[member] = .string(String(decoding: bytes, as: UTF8.self).filter { !$0.isWhitespace })
+        }
+        return .object(members)
+    }
+
+    /// The configured ledger, for the limits, and a line saying what `explain` could read of it.
+    private static func openLedger(_ storage: StorageLocation) -> ((any Ledger)?, String) {
+        switch storage {
+        case .none:
+            return (nil, "none configured")
+        case .memory:
+            return (nil, "memory: the running service's counts live in its process; limits are not checked")
+        case .sqlite(let path):
+            var info = stat()
+            guard stat(path, &info) == 0 else {
+                return (MemoryLedger(), "\(storage) does not exist yet: no signature recorded, every count is 0")
+            }
+            do {
+                return (try storage.open(), "\(storage) (counts read)")
+            } catch {
+                return (nil, "cannot read \(storage): \(error.description); limits are not checked")
+            }
+        }
     }
 }

@@ -7,25 +7,31 @@ import OfferStore
     import Glibc
 #endif
 
-/// `offer-signer serve`: loads the configuration and keys, serves HTTP, stops gracefully on SIGTERM/SIGINT.
+/// `offer-signer serve`: loads the configuration and keys, serves HTTP, stops gracefully on SIGTERM/SIGINT,
+/// reloads on SIGHUP.
 enum ServeCommand {
     static func run(_ arguments: ArraySlice<String>) throws -> Int32 {
-        let options = try Arguments(arguments, valued: ["config", "host", "port", "log-level"])
+        let options = try Arguments(arguments, valued: ["config", "host", "port", "log-level", "log-format"])
         guard options.positionals.isEmpty else { throw UsageError("unexpected argument \(options.positionals[0])") }
-        let level: Logger.Level
-        switch options["log-level"] ?? "info" {
-        case "debug": level = .debug
-        case "info": level = .info
-        case "warning": level = .warning
-        case "error": level = .error
-        case let other: throw UsageError("--log-level must be debug, info, warning or error, not \(other)")
-        }
-        let log = Logger(level: level)
         let configPath = try options.required("config")
-        let (config, catalog) = try loadConfiguration(configPath)
-        for warning in config.warnings { log.warning(warning) }
-        let host = options["host"] ?? config.listen.host
-        var port = config.listen.port
+        let (configuration, catalog) = try loadConfiguration(configPath)
+        let settings = configuration.settings
+        var log = Logger(level: settings.logging.level, format: settings.logging.format)
+        if let label = options["log-level"] {
+            guard let level = Logger.Level(label: label) else {
+                throw UsageError("--log-level must be debug, info, warning or error, not \(label)")
+            }
+            log.level = level
+        }
+        if let name = options["log-format"] {
+            guard let format = Logger.Format(rawValue: name) else {
+                throw UsageError("--log-format must be logfmt or json, not \(name)")
+            }
+            log.format = format
+        }
+        for warning in configuration.warnings(at: SystemClock.nowMilliseconds()) { log.warning(warning) }
+        let host = options["host"] ?? settings.listen.host
+        var port = settings.listen.port
         if let text = options["port"] {
             guard let value = Int(text), (0...65535).contains(value) else {
                 throw UsageError("--port must be a number from 0 to 65535")
@@ -44,19 +50,20 @@ enum ServeCommand {
         signal(SIGPIPE, SIG_IGN)
 
         var limits = HTTPServerLimits()
-        limits.threads = config.listen.threads
-        limits.maxConnections = config.listen.maxConnections
-        limits.idleTimeoutSeconds = config.listen.idleTimeoutSeconds
-        limits.recordsClientAddress = config.rateLimit != nil
-        if let header = config.rateLimit?.clientAddressHeader { limits.forwardedHeaders = [header] }
+        limits.threads = settings.listen.threads
+        limits.maxConnections = settings.listen.maxConnections
+        limits.idleTimeoutSeconds = settings.listen.idleTimeoutSeconds
+        limits.recordsClientAddress = settings.rateLimit != nil
+        if let header = settings.rateLimit?.clientAddressHeader { limits.forwardedHeaders.append(header) }
         let ledger: (any Ledger)?
         do {
-            ledger = try config.storage.open()
+            ledger = try settings.storage.open()
         } catch {
             throw CommandError(error.description)
         }
         let service = OfferService(
-            catalog: catalog, ledger: ledger, rateLimit: config.rateLimit, clock: SystemClock.nowMilliseconds, log: log)
+            snapshot: try snapshot(configuration, catalog: catalog, ledger: ledger), ledger: ledger,
+            rateLimit: settings.rateLimit, clock: SystemClock.nowMilliseconds, log: log)
         let server = HTTPServer(limits: limits, handler: service.handle)
         do {
             try server.start(host: host, port: port)
@@ -66,57 +73,85 @@ enum ServeCommand {
         let shownHost = host.contains(":") ? "[\(host)]" : host
         Console.out("offer-signer listening on http://\(shownHost):\(server.port)")
         log.info(
-            "serving \(catalog.apps.count) app(s) with \(catalog.apps.values.reduce(0) { $0 + $1.keys.count }) key(s)")
+            "serving",
+            [
+                ("apps", String(catalog.apps.count)), ("keys", String(catalog.keyCount)),
+                ("configuration", configuration.hash),
+            ])
 
         var received: Int32 = 0
-        var running = config
+        var running = configuration
         while true {
             sigwait(&signals, &received)
             guard received == SIGHUP else { break }
             running = reload(configPath, into: service, running: running, log: log) ?? running
         }
-        log.info("received signal \(received); stopping after requests in flight")
+        log.info("stopping after requests in flight", [("signal", String(received))])
         server.stop(graceSeconds: 10)
         log.info("stopped")
         return 0
     }
 
     /// SIGHUP: reads the configuration, keys and roots again and serves from them if all load; otherwise
-    /// keeps serving the last good configuration and logs why. `listen` and `storage` need a restart.
+    /// keeps serving the last good configuration and logs why. `listen`, `storage`, `rateLimit` and `logging`
+    /// need a restart.
     static func reload(
-        _ path: String, into service: OfferService, running: ServerConfig, log: Logger
-    )
-        -> ServerConfig?
-    {
+        _ path: String, into service: OfferService, running: Configuration, log: Logger
+    ) -> Configuration? {
         do {
-            let (config, catalog) = try loadConfiguration(path)
-            if config.storage != running.storage || config.listen.host != running.listen.host
-                || config.listen.port != running.listen.port || config.rateLimit != running.rateLimit
+            let (configuration, catalog) = try loadConfiguration(path)
+            let next = configuration.settings
+            let now = running.settings
+            if next.storage != now.storage || next.listen != now.listen || next.rateLimit != now.rateLimit
+                || next.logging != now.logging
             {
-                log.warning("reload: changes to listen, storage or rateLimit take effect only after a restart")
+                log.warning("reload: changes to listen, storage, rateLimit or logging take effect only after a restart")
             }
-            for warning in config.warnings { log.warning(warning) }
-            service.replaceCatalog(catalog)
-            let keys = catalog.apps.values.reduce(0) { $0 + $1.keys.count }
-            log.info("reloaded \(path): \(catalog.apps.count) app(s) with \(keys) key(s)")
-            return config
+            for warning in configuration.warnings(at: SystemClock.nowMilliseconds()) { log.warning(warning) }
+            do {
+                try service.replace(configuration, catalog: catalog)
+            } catch {
+                throw CommandError(describe(error, path: path))
+            }
+            service.recordReload(succeeded: true)
+            log.info(
+                "reloaded",
+                [
+                    ("path", path), ("apps", String(catalog.apps.count)), ("keys", String(catalog.keyCount)),
+                    ("configuration", configuration.hash),
+                ])
+            return configuration
         } catch let error as CommandError {
+            service.recordReload(succeeded: false)
             log.error("reload failed; still serving the previous configuration: \(error.message)")
         } catch {
+            service.recordReload(succeeded: false)
             log.error("reload failed; still serving the previous configuration")
         }
         return nil
     }
 
-    /// Loads the configuration file, its keys and roots; every problem is reported with its JSON path.
-    static func loadConfiguration(_ path: String) throws -> (ServerConfig, OfferCatalog) {
+    /// Reads the configuration file and loads its keys; every problem is reported with its JSON path.
+    static func loadConfiguration(_ path: String) throws -> (Configuration, Catalog) {
         do {
-            let config = try ServerConfig.load(path: path)
-            return (config, try OfferCatalog.load(config))
+            let configuration = try Configuration.read(path: path)
+            return (configuration, try configuration.loadCatalog())
         } catch {
-            throw CommandError(
-                "invalid configuration \(path):\n" + error.errors.map { "  \($0)" }.joined(separator: "\n"))
+            throw CommandError(describe(error, path: path))
         }
+    }
+
+    /// The service's first snapshot (roots loaded), with errors as `loadConfiguration` reports them.
+    static func snapshot(_ configuration: Configuration, catalog: Catalog, ledger: (any Ledger)?) throws -> Snapshot {
+        do {
+            return try OfferService.snapshot(configuration, catalog: catalog, ledger: ledger)
+        } catch {
+            throw CommandError(describe(error, path: configuration.path))
+        }
+    }
+
+    static func describe(_ errors: ConfigErrors, path: String) -> String {
+        "invalid configuration \(path):\n" + errors.errors.map { "  \($0)" }.joined(separator: "\n")
     }
 }
 

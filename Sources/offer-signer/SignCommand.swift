@@ -48,7 +48,7 @@ enum SignCommand {
             let options = try Arguments(arguments, valued: common.union(["offer-id", "app-account-token"]))
             let key = try signingKey(options, issuerRequired: false)
             let token = options["app-account-token"]
-            if let token, !ServerConfig.isUUID(token) { throw UsageError("--app-account-token must be a UUID") }
+            if let token, !UUIDText.isValid(token) { throw UsageError("--app-account-token must be a UUID") }
             let offer = LegacyPromotionalOffer(
                 bundleId: try options.required("bundle-id"), keyId: key.keyId,
                 productId: try options.required("product-id"), offerId: try options.required("offer-id"),
@@ -73,7 +73,7 @@ enum SignCommand {
         let keyId = try options.required("key-id")
         guard KeysCommand.isSafeKeyId(keyId) else { throw UsageError("--key-id must be 1 to 64 letters or digits") }
         let issuerId = issuerRequired ? try options.required("issuer-id") : ""
-        if issuerRequired && !ServerConfig.isUUID(issuerId) { throw UsageError("--issuer-id must be a UUID") }
+        if issuerRequired && !UUIDText.isValid(issuerId) { throw UsageError("--issuer-id must be a UUID") }
         do {
             return OfferSigningKey(
                 issuerId: issuerId, keyId: keyId, key: try PrivateKeyFile.load(path: options.required("key")))

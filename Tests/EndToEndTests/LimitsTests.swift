@@ -12,7 +12,7 @@ struct LimitsTests {
         func request(_ customer: String) throws -> [String: Any] {
             [
                 "bundleId": Deployment.bundleId, "productId": "com.example.pro.monthly", "offerId": "once_only",
-                "signedTransaction": try deployment.transaction(expiredDaysAgo: 40, originalTransactionId: customer),
+                "signedTransaction": try deployment.transaction(expiredDaysAgo: 70, originalTransactionId: customer),
             ]
         }
         let path = "v1/signatures/promotional-offer"
@@ -38,7 +38,7 @@ struct LimitsTests {
             [
                 "bundleId": Deployment.bundleId,
                 "signedTransaction": try deployment.transaction(
-                    expiredDaysAgo: 40, originalTransactionId: "3000000000000004"),
+                    expiredDaysAgo: 70, originalTransactionId: "3000000000000004"),
             ])
         let offers = (listing.body["promotionalOffers"] as? [[String: String]])?.compactMap { $0["offerId"] } ?? []
         #expect(offers.contains("welcome_back"))

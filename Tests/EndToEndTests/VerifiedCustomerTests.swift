@@ -40,7 +40,7 @@ struct VerifiedCustomerTests {
     func eligible() async throws {
         try await withServer { deployment, server in
             let reply = try await server.post(
-                promotional, promotionalRequest(try deployment.transaction(expiredDaysAgo: 40)))
+                promotional, promotionalRequest(try deployment.transaction(expiredDaysAgo: 70)))
             #expect(reply.status == 200, "\(reply.text)")
             let claims = try deployment.verifiedClaims(try #require(reply.body["compactJWS"] as? String))
             #expect(claims["offerIdentifier"] == .string("welcome_back"))
@@ -53,8 +53,10 @@ struct VerifiedCustomerTests {
     @Test("a customer outside the rules gets 403 with the failed rule by name and code, no thresholds")
     func ineligibleWithReasons() async throws {
         try await withServer { deployment, server in
-            let recent = try await server.post(
-                promotional, promotionalRequest(try deployment.transaction(expiredDaysAgo: 10)))
+            // Lapsed 10 days, and the renewal info shows Apple is not retrying billing: expired, but too recently.
+            var request = promotionalRequest(try deployment.transaction(expiredDaysAgo: 10))
+            request["signedRenewalInfo"] = try deployment.renewalInfo(overrides: [:])
+            let recent = try await server.post(promotional, request)
             #expect(recent.status == 403)
             #expect(recent.errorCode == "not_eligible")
             #expect(recent.reasons == [["rule": "daysSinceExpiry", "code": "days_since_expiry_out_of_range"]])
@@ -85,7 +87,7 @@ struct VerifiedCustomerTests {
     @Test("tampered, foreign, mis-addressed and malformed signed data is refused with its own reason")
     func tampered() async throws {
         try await withServer(environments: ["Sandbox"]) { deployment, server in
-            let good = try deployment.transaction(expiredDaysAgo: 40)
+            let good = try deployment.transaction(expiredDaysAgo: 70)
             let segments = good.split(separator: ".").map(String.init)
             // Same header and signature over a payload that says something else.
             var payload = try #require(CompactJWS.decode(good).payload.objectValue)
@@ -124,11 +126,11 @@ struct VerifiedCustomerTests {
                 ("not a JWS at all", "hello", "malformed"),
                 (
                     "another app's transaction",
-                    try deployment.transaction(expiredDaysAgo: 40, bundleId: "com.other.app"), "wrong_app"
+                    try deployment.transaction(expiredDaysAgo: 70, bundleId: "com.other.app"), "wrong_app"
                 ),
                 (
                     "a Production transaction where only Sandbox is allowed",
-                    try deployment.transaction(expiredDaysAgo: 40, environment: "Production"), "wrong_environment"
+                    try deployment.transaction(expiredDaysAgo: 70, environment: "Production"), "wrong_environment"
                 ),
             ]
             for (name, token, reason) in cases {
@@ -182,7 +184,7 @@ struct VerifiedCustomerTests {
                 promotional,
                 promotionalRequest(
                     try deployment.transaction(
-                        expiredDaysAgo: 40, bundleId: Deployment.localBundleId, environment: "Xcode"),
+                        expiredDaysAgo: 70, bundleId: Deployment.localBundleId, environment: "Xcode"),
                     bundleId: Deployment.localBundleId, offerId: "local_offer"))
             #expect(pretending.status == 400)
         }
@@ -228,7 +230,7 @@ struct VerifiedCustomerTests {
                     })
             }
             // Lapsed for over a year: the rule grants the intro offer again.
-            let lapsed = try await ask(["signedTransaction": try deployment.transaction(expiredDaysAgo: 400)])
+            let lapsed = try await ask(["signedTransaction": try deployment.transaction(expiredDaysAgo: 700)])
             #expect(lapsed.status == 200, "\(lapsed.text)")
             #expect(lapsed.body["allowIntroductoryOffer"] as? Bool == true)
             let claims = try deployment.verifiedClaims(try #require(lapsed.body["compactJWS"] as? String))
@@ -270,7 +272,7 @@ struct VerifiedCustomerTests {
                 "v1/eligibility",
                 [
                     "bundleId": Deployment.bundleId,
-                    "signedTransaction": try deployment.transaction(expiredDaysAgo: 40),
+                    "signedTransaction": try deployment.transaction(expiredDaysAgo: 70),
                     "signedRenewalInfo": renewal,
                 ])
             #expect(reply.status == 200, "\(reply.text)")
@@ -288,7 +290,7 @@ struct VerifiedCustomerTests {
                 "v1/eligibility",
                 [
                     "bundleId": Deployment.bundleId,
-                    "signedTransaction": try deployment.transaction(expiredDaysAgo: 40),
+                    "signedTransaction": try deployment.transaction(expiredDaysAgo: 70),
                     "signedRenewalInfo": try deployment.renewalInfo(originalTransactionId: "999", overrides: [:]),
                 ])
             #expect(mismatched.status == 400)
@@ -304,7 +306,7 @@ struct VerifiedCustomerTests {
     func winBackNeverSigned() async throws {
         try await withServer { deployment, server in
             let reply = try await server.post(
-                promotional, promotionalRequest(try deployment.transaction(expiredDaysAgo: 40), offerId: "wb_a"))
+                promotional, promotionalRequest(try deployment.transaction(expiredDaysAgo: 70), offerId: "wb_a"))
             #expect(reply.status == 400)
             #expect(reply.errorCode == "wrong_offer_type")
             #expect(reply.body["compactJWS"] == nil)

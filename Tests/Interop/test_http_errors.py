@@ -3,8 +3,10 @@ and nothing secret leaks. Also chunked bodies, keep-alive and the size limit at 
 
 from __future__ import annotations
 
+import hashlib
 import http.client
 import json
+import pathlib
 import socket
 import time
 
@@ -277,10 +279,12 @@ def test_no_key_material_in_responses(server, signing_key):
             assert line not in text
 
 
-def test_readyz(server):
+def test_readyz(server, config_path):
     response = server.request("GET", "/readyz")
     assert response.status == 200
-    assert response.json() == {"status": "ready", "apps": 1, "keys": 1}
+    # The configuration in force: the first 12 hex digits of the SHA-256 of the file's bytes.
+    loaded = hashlib.sha256(pathlib.Path(config_path).read_bytes()).hexdigest()[:12]
+    assert response.json() == {"status": "ready", "apps": 1, "keys": 1, "configuration": loaded}
 
 
 def test_query_string_ignored_for_routing(server):

@@ -47,7 +47,10 @@ def check_legacy_body(body: dict, key, token_sent: str | None) -> bytes:
     assert type(timestamp) is int, f"timestamp must be an integer, got {timestamp!r}"
     assert abs(timestamp - time.time() * 1000) <= 10_000, f"timestamp {timestamp} is not now in milliseconds"
     der = decode_standard_b64(body["signature"])
-    assert 70 <= len(der) <= 72, f"DER signature of {len(der)} bytes"
+    # A DER ECDSA-Sig-Value: SEQUENCE of two INTEGERs. Usually 70 to 72 bytes, but shorter when r or s has
+    # leading zero bytes (1 time in 256 for 69), so check the structure rather than a length range.
+    r, s = utils.decode_dss_signature(der)
+    assert r > 0 and s > 0 and utils.encode_dss_signature(r, s) == der, f"not canonical DER: {der.hex()}"
     utils.decode_dss_signature(der)  # raises when not a DER ECDSA-Sig-Value
     return der
 

@@ -322,6 +322,7 @@ def renewal_payload(now: int, original_transaction_id: str = "2000000000000001",
         "productId": PRODUCT_MONTHLY,
         "autoRenewProductId": PRODUCT_MONTHLY,
         "autoRenewStatus": 0,
+        "isInBillingRetryPeriod": False,
         "signedDate": now,
         "environment": "Sandbox",
         "recentSubscriptionStartDate": now - 30 * DAY_MS,
@@ -352,7 +353,8 @@ class SignedData:
         self.directory = directory
         ca, stranger = directory / "ca", directory / "stranger"
         now = int(time.time() * 1000)
-        self.lapsed = self.sign(ca, "transaction", transaction_payload(now, 40))
+        # Lapsed past Apple's longest billing retry (60 days): expired even without renewal info.
+        self.lapsed = self.sign(ca, "transaction", transaction_payload(now, 70))
         self.recent = self.sign(ca, "transaction", transaction_payload(now, 10))
         self.app_transaction = self.sign(ca, "app-transaction", app_transaction_payload(now))
         self.renewal = self.sign(ca, "renewal-info", renewal_payload(
@@ -503,13 +505,18 @@ CASES = [
     Case("promo-invalid-json", "POST", PROMO_PATH, b'{"bundleId": ', 400, "invalid_request"),
     Case("promo-empty-body", "POST", PROMO_PATH, b"", 400, "invalid_request"),
     Case("promo-unknown-field", "POST", PROMO_PATH, promo(colour="red"), 400, "invalid_request"),
-    Case("promo-bad-format", "POST", PROMO_PATH, promo(format="jwt"), 400, "invalid_request"),
-    Case("promo-bad-token", "POST", PROMO_PATH, promo(appAccountToken="not-a-uuid"), 400, "invalid_request"),
-    Case("promo-unknown-app", "POST", PROMO_PATH, promo(bundleId="com.example.other"), 404, "unknown_app"),
-    Case("promo-unknown-offer", "POST", PROMO_PATH, promo(offerId="no_such_offer"), 404, "unknown_offer"),
+    Case("promo-bad-format", "POST", PROMO_PATH, promo(format="jwt"), 400, "invalid_request",
+         field="format"),
+    Case("promo-bad-token", "POST", PROMO_PATH, promo(appAccountToken="not-a-uuid"), 400, "invalid_request",
+         field="appAccountToken"),
+    Case("promo-unknown-app", "POST", PROMO_PATH, promo(bundleId="com.example.other"), 404, "unknown_app",
+         field="bundleId"),
+    Case("promo-unknown-offer", "POST", PROMO_PATH, promo(offerId="no_such_offer"), 404, "unknown_offer",
+         field="offerId"),
     Case("promo-product-not-covered", "POST", PROMO_PATH, promo(productId=PRODUCT_UNCOVERED), 400,
-         "product_not_covered"),
-    Case("promo-winback-offer", "POST", PROMO_PATH, promo(offerId=OFFER_WINBACK), 400, "wrong_offer_type"),
+         "product_not_covered", field="productId"),
+    Case("promo-winback-offer", "POST", PROMO_PATH, promo(offerId=OFFER_WINBACK), 400, "wrong_offer_type",
+         field="offerId"),
     Case("promo-not-eligible-unverified", "POST", PROMO_PATH, promo(offerId=OFFER_VERIFIED), 403, "not_eligible",
          check=expect_reasons(("verifiedCustomer", "verified_customer_required"))),
     Case("promo-not-eligible-legacy", "POST", PROMO_PATH, promo(offerId=OFFER_VERIFIED, format="legacy"), 403,
@@ -518,18 +525,21 @@ CASES = [
          "untrusted_signed_data", reason="malformed", field="signedTransaction"),
     Case("promo-oversize", "POST", PROMO_PATH, b" " * (MAX_BODY + 1), 413, "payload_too_large"),
     Case("livez-oversize", "GET", "/livez", b" " * (MAX_BODY + 1), 413, "payload_too_large"),
-    Case("intro-no-intro-offer", "POST", INTRO_PATH, intro(signedAppTransaction="hello"), 404, "unknown_offer"),
-    Case("intro-promotional-offer-id", "POST", INTRO_PATH, intro(offerId=OFFER_OPEN), 400, "wrong_offer_type"),
-    Case("intro-unknown-app", "POST", INTRO_PATH, intro(bundleId="com.example.other"), 404, "unknown_app"),
+    Case("intro-no-intro-offer", "POST", INTRO_PATH, intro(signedAppTransaction="hello"), 404, "unknown_offer",
+         field="productId"),
+    Case("intro-promotional-offer-id", "POST", INTRO_PATH, intro(offerId=OFFER_OPEN), 400, "wrong_offer_type",
+         field="offerId"),
+    Case("intro-unknown-app", "POST", INTRO_PATH, intro(bundleId="com.example.other"), 404, "unknown_app",
+         field="bundleId"),
     Case("intro-not-json-object", "POST", INTRO_PATH, b"[]", 400, "invalid_request"),
     Case("eligibility-unverified", "POST", ELIGIBILITY_PATH, eligibility(), 200,
          check=expect_offers([(OFFER_OPEN, PRODUCT_MONTHLY), (OFFER_OPEN, PRODUCT_YEARLY)], [])),
     Case("eligibility-product-filter", "POST", ELIGIBILITY_PATH, eligibility(productIds=[PRODUCT_YEARLY]), 200,
          check=expect_offers([(OFFER_OPEN, PRODUCT_YEARLY)], [])),
     Case("eligibility-unknown-app", "POST", ELIGIBILITY_PATH, eligibility(bundleId="com.example.other"), 404,
-         "unknown_app"),
+         "unknown_app", field="bundleId"),
     Case("eligibility-bad-product-ids", "POST", ELIGIBILITY_PATH, eligibility(productIds="x"), 400,
-         "invalid_request"),
+         "invalid_request", field="productIds"),
     Case("eligibility-signed-garbage", "POST", ELIGIBILITY_PATH, eligibility(signedAppTransaction="x.y.z"), 400,
          "untrusted_signed_data", reason="malformed", field="signedAppTransaction"),
     Case("livez", "GET", "/livez", None, 200, check=lambda d: d == {"status": "ok"} or pytest.fail(d)),
@@ -546,7 +556,8 @@ CASES = [
          lambda s: promo(offerId=OFFER_LAPSED, format="legacy", appAccountToken=TOKEN, signedTransaction=s.lapsed,
                          signedRenewalInfo=s.renewal), 200, verified=True),
     Case("verified-promo-rules-fail", "POST", PROMO_PATH,
-         lambda s: promo(offerId=OFFER_LAPSED, signedTransaction=s.recent), 403, "not_eligible", verified=True,
+         lambda s: promo(offerId=OFFER_LAPSED, signedTransaction=s.recent, signedRenewalInfo=s.renewal), 403,
+         "not_eligible", verified=True,
          check=expect_reasons(("daysSinceExpiry", "days_since_expiry_out_of_range"))),
     Case("verified-promo-never-subscribed", "POST", PROMO_PATH,
          lambda s: promo(offerId=OFFER_LAPSED, signedAppTransaction=s.app_transaction), 403, "not_eligible",
@@ -570,7 +581,7 @@ CASES = [
     Case("verified-malformed-wrong-type", "POST", PROMO_PATH, lambda s: promo(signedTransaction=s.wrong_type),
          400, "untrusted_signed_data", verified=True, reason="malformed", field="signedTransaction"),
     Case("verified-renewal-alone", "POST", ELIGIBILITY_PATH, lambda s: eligibility(signedRenewalInfo=s.renewal),
-         400, "invalid_request", verified=True),
+         400, "invalid_request", verified=True, field="signedRenewalInfo"),
     Case("verified-intro-allowed", "POST", INTRO_PATH, lambda s: intro(signedTransaction=s.lapsed), 200,
          verified=True, check=expect_intro(True)),
     Case("verified-intro-refused", "POST", INTRO_PATH, lambda s: intro(signedAppTransaction=s.app_transaction), 200,
@@ -579,9 +590,10 @@ CASES = [
          lambda s: intro(offerId=OFFER_INTRO, signedAppTransaction=s.app_transaction), 200, verified=True),
     Case("verified-intro-no-signed-data", "POST", INTRO_PATH, intro(), 400, "invalid_request", verified=True),
     Case("verified-intro-product-not-covered", "POST", INTRO_PATH,
-         intro(offerId=OFFER_INTRO, productId=PRODUCT_YEARLY), 400, "product_not_covered", verified=True),
+         intro(offerId=OFFER_INTRO, productId=PRODUCT_YEARLY), 400, "product_not_covered", verified=True,
+         field="productId"),
     Case("verified-intro-no-offer-for-product", "POST", INTRO_PATH, intro(productId=PRODUCT_YEARLY), 404,
-         "unknown_offer", verified=True),
+         "unknown_offer", verified=True, field="productId"),
     Case("verified-eligibility-win-back", "POST", ELIGIBILITY_PATH,
          lambda s: eligibility(productIds=[PRODUCT_MONTHLY], signedTransaction=s.lapsed,
                                signedRenewalInfo=s.renewal), 200, verified=True,
@@ -745,8 +757,17 @@ def schema_codes(openapi: OpenAPI, node, seen: set[str] | None = None) -> set[st
 def test_error_codes_and_reasons_match_the_swift_source(openapi):
     """Every (status, code) the service can answer, read from the source, is declared for that status somewhere,
     and the document lists no code or reason the source cannot produce."""
-    sources = "\n".join(p.read_text() for p in sorted((REPO_ROOT / "Sources" / "OfferServer").glob("*.swift")))
-    emitted = {(int(status), code) for status, code in re.findall(r'status:\s*(\d+),\s*code:\s*"([a-z_]+)"', sources)}
+    server = REPO_ROOT / "Sources" / "OfferServer" / "Routing"
+    raw_codes = dict(re.findall(r'static let (\w+) = ErrorCode\(rawValue: "([a-z_]+)"\)',
+                                (REPO_ROOT / "Sources" / "OfferAPI" / "ErrorCode.swift").read_text()))
+    # Domain codes get their status in ErrorMapping's table; the HTTP layer's own in HTTPError.
+    mapping = (server / "ErrorMapping.swift").read_text()
+    table = mapping[mapping.index("statuses: [ErrorCode: Int] = [") + len("statuses: [ErrorCode: Int] = ["):]
+    table = table[:table.index("]")]
+    pairs = re.findall(r'\.(\w+): (\d+)', table)
+    pairs += [(code, status) for status, code in
+              re.findall(r'status: (\d+), code: \.(\w+)', (server / "HTTPError.swift").read_text())]
+    emitted = {(int(status), raw_codes[code]) for code, status in pairs}
     assert len(emitted) >= 12, emitted
 
     declared: set[tuple[int, str]] = set()
@@ -764,10 +785,9 @@ def test_error_codes_and_reasons_match_the_swift_source(openapi):
     assert enum == {code for _, code in emitted}
     assert {code for _, code in declared} <= enum
 
-    error_source = (REPO_ROOT / "Sources" / "OfferCore" / "SignedDataError.swift").read_text()
+    error_source = (REPO_ROOT / "Sources" / "OfferCore" / "Verification" / "SignedDataError.swift").read_text()
     cases = re.findall(r'^\s*case (\w+)(?: = "(\w+)")?\s*$', error_source, re.MULTILINE)
     reasons = {raw or name for name, raw in cases}
-    reasons |= set(re.findall(r'\("reason", "([a-z_]+)"\)', sources))
     assert set(openapi.document["components"]["schemas"]["UntrustedSignedDataReason"]["enum"]) == reasons
 
 

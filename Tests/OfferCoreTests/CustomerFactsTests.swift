@@ -34,6 +34,7 @@ private func renewal() -> JWSRenewalInfoPayload {
     info.autoRenewProductId = "com.example.pro.monthly"
     info.autoRenewStatus = 0
     info.expirationIntent = 1
+    info.isInBillingRetryPeriod = false
     info.environment = "Production"
     return info
 }
@@ -242,7 +243,8 @@ struct CustomerFactsDerivationTests {
         let expires: Int64?
         var revocation: Int64? = nil
         var grace: Int64? = nil
-        var retry: Bool? = nil
+        /// Renewal info's `isInBillingRetryPeriod`; `nil` leaves it out of the payload.
+        var retry: Bool? = false
         let status: SubscriptionStatus?
         let daysSinceExpiry: Int?
         var testDescription: String { label }
@@ -283,6 +285,15 @@ struct CustomerFactsDerivationTests {
             label: "revoked wins over grace period", expires: now - day, revocation: now - day, grace: now + day,
             status: .revoked, daysSinceExpiry: 1),
         StatusCase(label: "no expiresDate: status unknown", expires: nil, status: nil, daysSinceExpiry: nil),
+        StatusCase(
+            label: "renewal info without the retry flag, 10 days lapsed: unknown", expires: now - 10 * day,
+            retry: nil, status: nil, daysSinceExpiry: 10),
+        StatusCase(
+            label: "renewal info without the retry flag, 61 days lapsed: expired", expires: now - 61 * day,
+            retry: nil, status: .expired, daysSinceExpiry: 61),
+        StatusCase(
+            label: "renewal info without the retry flag, in grace period", expires: now - 2 * day, grace: now + day,
+            retry: nil, status: .inGracePeriod, daysSinceExpiry: 2),
     ]
 
     @Test(
@@ -300,14 +311,55 @@ struct CustomerFactsDerivationTests {
         #expect(facts.hasSubscriptionHistory)
     }
 
-    @Test("without renewal info a lapsed subscription is expired, never in grace period or billing retry")
-    func statusWithoutRenewalInfo() throws {
+    struct UnprovenCase: Sendable, CustomTestStringConvertible {
+        let label: String
+        let lapsed: Int64
+        let status: SubscriptionStatus?
+        var testDescription: String { label }
+    }
+
+    /// Apple retries billing for up to 60 days; without renewal info a lapse inside that span could still be a
+    /// grace period or billing retry, so it is not proof of expiry.
+    static let unprovenCases: [UnprovenCase] = [
+        UnprovenCase(label: "a millisecond lapsed: unknown", lapsed: 1, status: nil),
+        UnprovenCase(label: "1 day lapsed: unknown", lapsed: day, status: nil),
+        UnprovenCase(label: "40 days lapsed: unknown", lapsed: 40 * day, status: nil),
+        UnprovenCase(label: "exactly 60 days lapsed: unknown", lapsed: 60 * day, status: nil),
+        UnprovenCase(label: "60 days and a millisecond lapsed: expired", lapsed: 60 * day + 1, status: .expired),
+        UnprovenCase(label: "61 days lapsed: expired", lapsed: 61 * day, status: .expired),
+        UnprovenCase(label: "a year lapsed: expired", lapsed: 365 * day, status: .expired),
+    ]
+
+    @Test(
+        "without renewal info a lapse of 60 days or less leaves the status unknown; past 60 days it is expired",
+        arguments: unprovenCases)
+    func statusWithoutRenewalInfo(_ testCase: UnprovenCase) throws {
         let facts = try CustomerFacts.derive(
-            transaction: subscription(expires: now - day), renewalInfo: nil, appTransaction: nil, now: now)
-        #expect(facts.subscriptionStatus == .expired)
+            transaction: subscription(expires: now - testCase.lapsed), renewalInfo: nil, appTransaction: nil, now: now)
+        #expect(facts.subscriptionStatus == testCase.status)
+        #expect(facts.daysSinceExpiry == Int(testCase.lapsed / day))
         #expect(facts.autoRenew == nil)
         #expect(facts.expirationIntent == nil)
         #expect(facts.eligibleWinBackOfferIds.isEmpty)
+    }
+
+    @Test("the same lapse with renewal info is what the renewal info shows, on both sides of 60 days")
+    func statusWithRenewalInfoAcrossSixtyDays() throws {
+        for lapsed in [10 * day, 61 * day] {
+            var grace = renewal()
+            grace.gracePeriodExpiresDate = now + day
+            grace.isInBillingRetryPeriod = true
+            var retry = renewal()
+            retry.isInBillingRetryPeriod = true
+            let cases: [(JWSRenewalInfoPayload, SubscriptionStatus)] = [
+                (grace, .inGracePeriod), (retry, .inBillingRetry), (renewal(), .expired),
+            ]
+            for (info, status) in cases {
+                let facts = try CustomerFacts.derive(
+                    transaction: subscription(expires: now - lapsed), renewalInfo: info, appTransaction: nil, now: now)
+                #expect(facts.subscriptionStatus == status, "lapsed \(lapsed / day) days")
+            }
+        }
     }
 
     struct TenureCase: Sendable, CustomTestStringConvertible {
@@ -393,7 +445,7 @@ struct CustomerFactsDerivationTests {
         arguments: [(0, false), (1, true), (2, nil)] as [(Int, Bool?)])
     func autoRenew(_ status: Int, _ expected: Bool?) throws {
         var info = renewal()
-        info.autoRenewStatus = status
+        info.autoRenewStatus = AutoRenewStatus(rawValue: status)
         let facts = try CustomerFacts.derive(
             transaction: subscription(), renewalInfo: info, appTransaction: nil, now: now)
         #expect(facts.autoRenew == expected)

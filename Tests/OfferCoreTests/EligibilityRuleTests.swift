@@ -772,7 +772,7 @@ struct SignedDataAgeTests {
         var transaction = JWSTransactionPayload()
         transaction.originalTransactionId = "1"
         transaction.transactionId = "1"
-        transaction.type = JWSTransactionPayload.autoRenewableSubscriptionType
+        transaction.type = ProductType.autoRenewableSubscription
         transaction.expiresDate = Self.now - 40 * Self.day
         transaction.signedDate = Self.now - signedDaysAgo[0] * Self.day
         var renewal: JWSRenewalInfoPayload?

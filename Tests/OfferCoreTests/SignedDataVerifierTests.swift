@@ -31,7 +31,7 @@ struct SignedDataVerifierTests {
     @Test("Apple's real sandbox transaction verifies against Apple Root CA - G3")
     func realAppleTransaction() throws {
         let root = try Certificate(der: try Self.fixture("AppleRootCA-G3.cer"))
-        let verifier = SignedDataVerifier(trustedRoots: [root], allowedEnvironments: ["Sandbox"])
+        let verifier = AppVerifier(trustedRoots: [root], allowedEnvironments: ["Sandbox"])
         let token = String(decoding: try Self.fixture("sandbox-consumable-transaction.jws"), as: UTF8.self)
             .trimmingCharacters(in: .whitespacesAndNewlines)
         let payload = try verifier.verify(token, kind: .transaction, bundleId: "com.goodheartapp")
@@ -41,7 +41,7 @@ struct SignedDataVerifierTests {
         #expect(throws: SignedDataError(.wrongApp, "signed data is for another app")) {
             _ = try verifier.verify(token, kind: .transaction, bundleId: "com.example.app")
         }
-        let productionOnly = SignedDataVerifier(trustedRoots: [root], allowedEnvironments: ["Production"])
+        let productionOnly = AppVerifier(trustedRoots: [root], allowedEnvironments: ["Production"])
         #expect {
             _ = try productionOnly.verify(token, kind: .transaction, bundleId: "com.goodheartapp")
         } throws: { ($0 as? SignedDataError)?.reason == .wrongEnvironment }
@@ -54,7 +54,7 @@ struct SignedDataVerifierTests {
         arguments: Part.allCases)
     func realAppleTransactionTampered(part: Part) throws {
         let root = try Certificate(der: try Self.fixture("AppleRootCA-G3.cer"))
-        let verifier = SignedDataVerifier(trustedRoots: [root], allowedEnvironments: ["Sandbox"])
+        let verifier = AppVerifier(trustedRoots: [root], allowedEnvironments: ["Sandbox"])
         let token = String(decoding: try Self.fixture("sandbox-consumable-transaction.jws"), as: UTF8.self)
             .trimmingCharacters(in: .whitespacesAndNewlines)
         #expect(throws: Never.self) { _ = try verifier.verify(token, kind: .transaction, bundleId: "com.goodheartapp") }
@@ -73,7 +73,7 @@ struct SignedDataVerifierTests {
     @Test("the chain is checked at signedDate: data signed while the leaf was valid verifies later too")
     func validationTimeIsSignedDate() throws {
         let factory = try makeFactory()
-        let verifier = SignedDataVerifier(trustedRoots: [factory.root.certificate], allowedEnvironments: ["Sandbox"])
+        let verifier = AppVerifier(trustedRoots: [factory.root.certificate], allowedEnvironments: ["Sandbox"])
         #expect(throws: Never.self) {
             _ = try verifier.verify(try factory.sign(transaction()), kind: .transaction, bundleId: Self.bundleId)
         }
@@ -86,7 +86,7 @@ struct SignedDataVerifierTests {
     @Test("verified chains are cached and the cache is bounded")
     func cache() throws {
         let factories = try (0..<3).map { _ in try makeFactory() }
-        let verifier = SignedDataVerifier(
+        let verifier = AppVerifier(
             trustedRoots: factories.map(\.root.certificate), allowedEnvironments: ["Sandbox"], cacheCapacity: 2)
         for factory in factories {
             for _ in 0..<3 {
@@ -105,7 +105,7 @@ struct SignedDataVerifierTests {
     @Test("Xcode data verifies only when local testing is allowed, and only as Xcode data")
     func localTesting() throws {
         let factory = try makeFactory()
-        let verifier = SignedDataVerifier(trustedRoots: [factory.root.certificate], allowedEnvironments: ["Sandbox"])
+        let verifier = AppVerifier(trustedRoots: [factory.root.certificate], allowedEnvironments: ["Sandbox"])
         let xcode = try factory.signForLocalTesting(transaction(environment: "Xcode"))
         #expect {
             _ = try verifier.verify(xcode, kind: .transaction, bundleId: Self.bundleId)
@@ -122,7 +122,7 @@ struct SignedDataVerifierTests {
     @Test("renewal info needs no bundleId, but one that is present must match")
     func renewalInfoBundle() throws {
         let factory = try makeFactory()
-        let verifier = SignedDataVerifier(trustedRoots: [factory.root.certificate], allowedEnvironments: ["Sandbox"])
+        let verifier = AppVerifier(trustedRoots: [factory.root.certificate], allowedEnvironments: ["Sandbox"])
         let renewal = try factory.sign(SignedDataFactory.renewalInfo(signedDate: Self.now))
         #expect(throws: Never.self) { _ = try verifier.verify(renewal, kind: .renewalInfo, bundleId: Self.bundleId) }
         let foreign = try factory.sign(SignedDataFactory.renewalInfo(bundleId: "com.other", signedDate: Self.now))
@@ -141,7 +141,7 @@ struct SignedDataVerifierTests {
     @Test("an app transaction's environment is its receiptType")
     func appTransactionEnvironment() throws {
         let factory = try makeFactory()
-        let verifier = SignedDataVerifier(trustedRoots: [factory.root.certificate], allowedEnvironments: ["Production"])
+        let verifier = AppVerifier(trustedRoots: [factory.root.certificate], allowedEnvironments: ["Production"])
         let sandbox = try factory.sign(SignedDataFactory.appTransaction(bundleId: Self.bundleId, signedDate: Self.now))
         #expect {
             _ = try verifier.verify(sandbox, kind: .appTransaction, bundleId: Self.bundleId)
@@ -156,7 +156,7 @@ struct SignedDataVerifierTests {
     @Test("missing signedDate, non-ES256 alg and broken x5c are malformed")
     func malformed() throws {
         let factory = try makeFactory()
-        let verifier = SignedDataVerifier(trustedRoots: [factory.root.certificate], allowedEnvironments: ["Sandbox"])
+        let verifier = AppVerifier(trustedRoots: [factory.root.certificate], allowedEnvironments: ["Sandbox"])
         let certificates = [factory.leaf.der, factory.intermediate.der, factory.root.der]
         let cases = [
             try SignedDataFactory.sign(
@@ -180,7 +180,7 @@ struct SignedDataVerifierTests {
     @Test("each kind of signed data is accepted only as itself")
     func kindsAreNotInterchangeable() throws {
         let factory = try makeFactory()
-        let verifier = SignedDataVerifier(trustedRoots: [factory.root.certificate], allowedEnvironments: ["Sandbox"])
+        let verifier = AppVerifier(trustedRoots: [factory.root.certificate], allowedEnvironments: ["Sandbox"])
         let transaction = try factory.sign(transaction())
         let renewal = try factory.sign(SignedDataFactory.renewalInfo(signedDate: Self.now))
         let app = try factory.sign(SignedDataFactory.appTransaction(bundleId: Self.bundleId, signedDate: Self.now))
@@ -203,7 +203,7 @@ struct SignedDataVerifierTests {
     @Test("an app transaction without signedDate is checked at its receiptCreationDate, as Apple's libraries do")
     func appTransactionWithoutSignedDate() throws {
         let factory = try makeFactory()
-        let verifier = SignedDataVerifier(trustedRoots: [factory.root.certificate], allowedEnvironments: ["Sandbox"])
+        let verifier = AppVerifier(trustedRoots: [factory.root.certificate], allowedEnvironments: ["Sandbox"])
         let payload = SignedDataFactory.appTransaction(
             bundleId: Self.bundleId, signedDate: Self.now, overrides: ["signedDate": .null])
         #expect(throws: Never.self) {
@@ -220,7 +220,7 @@ struct SignedDataVerifierTests {
     @Test("Xcode's fractional signedDate is accepted; dates out of range are malformed")
     func xcodeDates() throws {
         let factory = try makeFactory()
-        let verifier = SignedDataVerifier(trustedRoots: [factory.root.certificate], allowedEnvironments: ["Sandbox"])
+        let verifier = AppVerifier(trustedRoots: [factory.root.certificate], allowedEnvironments: ["Sandbox"])
         let fractional = SignedDataFactory.subscriptionTransaction(
             bundleId: Self.bundleId, purchaseDate: 1, expiresDate: 2, signedDate: 0, environment: "Xcode",
             overrides: ["signedDate": .double(Double(Self.now) + 0.485)])
@@ -236,5 +236,35 @@ struct SignedDataVerifierTests {
                 try factory.signForLocalTesting(negative), kind: .transaction, bundleId: Self.bundleId,
                 allowLocalTesting: true)
         } throws: { ($0 as? SignedDataError)?.reason == .malformed }
+    }
+}
+
+/// The verifier composed with an app's trust, as `EligibilityService` does; answers with the verified payload as
+/// JSON so tests can read any member.
+struct AppVerifier {
+    let verifier: SignedDataVerifier
+    let environments: Set<AppStoreEnvironment>
+
+    init(trustedRoots: [Certificate], allowedEnvironments: Set<AppStoreEnvironment>, cacheCapacity: Int = 256) {
+        verifier = SignedDataVerifier(trustedRoots: trustedRoots, cacheCapacity: cacheCapacity)
+        environments = allowedEnvironments
+    }
+
+    var cachedChainCount: Int { verifier.cachedChainCount }
+
+    func verify(
+        _ token: String, kind: SignedDataKind, bundleId: String, allowLocalTesting: Bool = false
+    ) throws(SignedDataError) -> JSONValue {
+        let trust = AppTrust(bundleId: bundleId, environments: environments, localTesting: allowLocalTesting)
+        switch kind {
+        case .transaction: _ = try trust.verify(token, as: JWSTransactionPayload.self, with: verifier)
+        case .renewalInfo: _ = try trust.verify(token, as: JWSRenewalInfoPayload.self, with: verifier)
+        case .appTransaction: _ = try trust.verify(token, as: AppTransactionPayload.self, with: verifier)
+        }
+        do {
+            return try CompactJWS.decode(token).payload
+        } catch {
+            throw SignedDataError(.malformed, error.message)
+        }
     }
 }

@@ -1,0 +1,30 @@
+import OfferAPI
+import OfferCore
+import OfferStore
+
+/// `GET /livez`, `GET /readyz` (with the configuration in force) and `GET /metrics`: never rate limited.
+struct HealthRoutes {
+    let ledger: (any Ledger)?
+    let metrics: Metrics
+
+    var routes: [Route] {
+        [
+            .sync("GET", "/livez", group: .operations) { _, _ in .ok(HealthResponse().jsonBytes) },
+            .sync("GET", "/readyz", group: .operations, readiness),
+            .sync("GET", "/metrics", group: .operations) { [metrics] _, _ in
+                HTTPResponse(
+                    status: 200, body: Array(metrics.render().utf8),
+                    contentType: "text/plain; version=0.0.4; charset=utf-8")
+            },
+        ]
+    }
+
+    func readiness(_ request: HTTPRequest, _ context: RequestContext) throws -> HTTPResponse {
+        let catalog = context.snapshot.catalog
+        guard !catalog.apps.isEmpty else { throw HTTPError.notReady("no app is configured") }
+        if let ledger, !ledger.isHealthy() { throw HTTPError.notReady("the ledger does not answer") }
+        let reply = ReadinessResponse(
+            apps: catalog.apps.count, keys: catalog.keyCount, configuration: context.snapshot.configuration)
+        return .ok(reply.jsonBytes)
+    }
+}

@@ -1,0 +1,109 @@
+import OfferAPI
+
+/// One app of the catalog as the configuration writes it: identity, key files and offers. `Catalog.load`
+/// turns definitions into a catalog with the keys loaded.
+public struct AppDefinition: Sendable {
+    /// An In-App Purchase key: its ID and the resolved path of its `.p8` file.
+    public struct Key: Sendable, Equatable {
+        public var keyId: String
+        public var privateKeyFile: String
+
+        public init(keyId: String, privateKeyFile: String) {
+            self.keyId = keyId
+            self.privateKeyFile = privateKeyFile
+        }
+    }
+
+    public var bundleId: String
+    /// The team's issuer ID (a UUID), the JWS `iss`.
+    public var issuerId: String
+    public var keys: [Key]
+    /// The key that signs; the others stay loaded for rotation. Defaults to the first key.
+    public var activeKeyId: String
+    /// Accept `Xcode`/`LocalTesting` signed data (one self-signed certificate). Never in production.
+    public var localTesting: Bool
+    public var offers: [Offer]
+    /// The app's JSON path in the configuration, like `$.apps[0]`.
+    public var path: String
+
+    public init(
+        bundleId: String, issuerId: String, keys: [Key], activeKeyId: String? = nil, localTesting: Bool = false,
+        offers: [Offer] = [], path: String = "$.apps[0]"
+    ) {
+        self.bundleId = bundleId
+        self.issuerId = issuerId
+        self.keys = keys
+        self.activeKeyId = activeKeyId ?? keys.first?.keyId ?? ""
+        self.localTesting = localTesting
+        self.offers = offers
+        self.path = path
+    }
+
+    /// Parses the configuration's `apps` array (at `$.apps`). Relative key paths resolve against `baseDirectory`.
+    /// Every mistake is added to `errors`; apps that cannot be built are left out.
+    public static func parseAll(
+        _ elements: [JSONValue], baseDirectory: String, errors: inout [ConfigError]
+    ) -> [AppDefinition] {
+        var apps: [AppDefinition] = []
+        for (index, element) in elements.enumerated() {
+            let path = "$.apps[\(index)]"
+            guard let app = parse(element, path: path, baseDirectory: baseDirectory, errors: &errors) else { continue }
+            if apps.contains(where: { $0.bundleId == app.bundleId }) {
+                errors.append(ConfigError(path: "\(path).bundleId", "duplicate bundleId \(app.bundleId)"))
+            }
+            apps.append(app)
+        }
+        return apps
+    }
+
+    static func parse(
+        _ value: JSONValue, path: String, baseDirectory: String, errors: inout [ConfigError]
+    ) -> AppDefinition? {
+        var reader = ConfigReader(value, path: path, errors: &errors)
+        let bundleId = reader.string("bundleId")
+        let issuerId = reader.string("issuerId")
+        if let issuerId, !UUIDText.isValid(issuerId) {
+            errors.append(ConfigError(path: "\(path).issuerId", "expected a UUID (App Store Connect issuer ID)"))
+        }
+        var keys: [Key] = []
+        if let keyValues = reader.array("keys") {
+            for (index, keyValue) in keyValues.enumerated() {
+                var keyReader = ConfigReader(keyValue, path: "\(path).keys[\(index)]", errors: &errors)
+                let keyId = keyReader.string("keyId")
+                let file = keyReader.string("privateKeyFile")
+                if let keyId, !Identifiers.isKeyId(keyId) {
+                    errors.append(
+                        ConfigError(path: "\(path).keys[\(index)].keyId", "expected 1 to 64 letters or digits"))
+                }
+                if let keyId, keys.contains(where: { $0.keyId == keyId }) {
+                    errors.append(ConfigError(path: "\(path).keys[\(index)].keyId", "duplicate keyId \(keyId)"))
+                }
+                keyReader.finish(into: &errors)
+                if let keyId, let file {
+                    keys.append(Key(keyId: keyId, privateKeyFile: Identifiers.resolve(file, against: baseDirectory)))
+                }
+            }
+        }
+        let activeKeyId = reader.string("activeKeyId", required: false)
+        if let activeKeyId, !keys.contains(where: { $0.keyId == activeKeyId }) {
+            errors.append(ConfigError(path: "\(path).activeKeyId", "no key with keyId \(activeKeyId) in this app"))
+        }
+        let localTesting = reader.bool("localTesting") ?? false
+        var offers: [Offer] = []
+        if let offerValues = reader.array("offers", allowEmpty: true) {
+            for (index, offerValue) in offerValues.enumerated() {
+                let offerPath = "\(path).offers[\(index)]"
+                guard let offer = Offer.parse(offerValue, path: offerPath, errors: &errors) else { continue }
+                if offers.contains(where: { $0.id == offer.id }) {
+                    errors.append(ConfigError(path: "\(offerPath).id", "duplicate offer id \(offer.id)"))
+                }
+                offers.append(offer)
+            }
+        }
+        reader.finish(into: &errors)
+        guard let bundleId, let issuerId, let firstKey = keys.first else { return nil }
+        return AppDefinition(
+            bundleId: bundleId, issuerId: issuerId, keys: keys, activeKeyId: activeKeyId ?? firstKey.keyId,
+            localTesting: localTesting, offers: offers, path: path)
+    }
+}

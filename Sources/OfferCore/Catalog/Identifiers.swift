@@ -1,0 +1,17 @@
+/// Checks of identifiers and paths written in the configuration and in requests.
+public enum Identifiers {
+    /// An App Store Connect key ID: 1 to 64 ASCII letters or digits (safe in file names and headers).
+    public static func isKeyId(_ text: String) -> Bool {
+        (1...64).contains(text.utf8.count) && text.utf8.allSatisfy(isAlphanumeric)
+    }
+
+    /// `path` resolved against `base` unless it is absolute.
+    public static func resolve(_ path: String, against base: String) -> String {
+        if path.hasPrefix("/") || base.isEmpty { return path }
+        return base.hasSuffix("/") ? base + path : base + "/" + path
+    }
+
+    public static func isAlphanumeric(_ byte: UInt8) -> Bool {
+        (byte >= 0x30 && byte <= 0x39) || (byte >= 0x41 && byte <= 0x5A) || (byte >= 0x61 && byte <= 0x7A)
+    }
+}

@@ -1,0 +1,92 @@
+import OfferAPI
+
+/// Reads typed fields of a payload object. `null` counts as absent; any other wrong type is an error naming the field.
+struct PayloadFields {
+    let members: [String: JSONValue]
+
+    init(_ json: JSONValue, kind: String) throws(PayloadError) {
+        guard case .object(let members) = json else {
+            throw PayloadError("\(kind) payload: expected a JSON object, found \(json.typeDescription)")
+        }
+        self.members = members
+    }
+
+    private func present(_ name: String) -> JSONValue? {
+        switch members[name] {
+        case nil, .null?: return nil
+        case let value?: return value
+        }
+    }
+
+    private func wrongType(_ name: String, _ expected: String, _ found: JSONValue) -> PayloadError {
+        PayloadError("field \"\(name)\": expected \(expected), found \(found.typeDescription)")
+    }
+
+    func string(_ name: String) throws(PayloadError) -> String? {
+        guard let value = present(name) else { return nil }
+        guard case .string(let text) = value else { throw wrongType(name, "a string", value) }
+        return text
+    }
+
+    func bool(_ name: String) throws(PayloadError) -> Bool? {
+        guard let value = present(name) else { return nil }
+        guard case .bool(let flag) = value else { throw wrongType(name, "a boolean", value) }
+        return flag
+    }
+
+    func int64(_ name: String) throws(PayloadError) -> Int64? {
+        guard let value = present(name) else { return nil }
+        guard let number = value.int64Value else {
+            throw PayloadError("field \"\(name)\": expected an integer, found \(describe(value))")
+        }
+        return number
+    }
+
+    /// A date in Unix milliseconds, from 1970 to the year 9999. Xcode writes fractional milliseconds
+    /// (`1697679936056.485`); they are floored. The range keeps every later day computation far from overflow.
+    func date(_ name: String) throws(PayloadError) -> Int64? {
+        guard let value = present(name) else { return nil }
+        guard let number = PayloadDate.milliseconds(value) else {
+            throw PayloadError(
+                "field \"\(name)\": expected Unix milliseconds between 1970 and 9999, found \(describe(value))")
+        }
+        return number
+    }
+
+    func int(_ name: String) throws(PayloadError) -> Int? {
+        guard let number = try int64(name) else { return nil }
+        guard let small = Int(exactly: number), Int32(exactly: number) != nil else {
+            throw PayloadError("field \"\(name)\": integer out of range")
+        }
+        return small
+    }
+
+    /// One of Apple's enumerations written as text; unknown values are kept.
+    func value<Value: AppleStringValue>(_ name: String) throws(PayloadError) -> Value? {
+        try string(name).map(Value.init(rawValue:))
+    }
+
+    /// One of Apple's enumerations written as a number; unknown values are kept.
+    func value<Value: AppleIntValue>(_ name: String) throws(PayloadError) -> Value? {
+        try int(name).map(Value.init(rawValue:))
+    }
+
+    func strings(_ name: String) throws(PayloadError) -> [String]? {
+        guard let value = present(name) else { return nil }
+        guard case .array(let elements) = value else { throw wrongType(name, "an array of strings", value) }
+        var out: [String] = []
+        out.reserveCapacity(elements.count)
+        for (index, element) in elements.enumerated() {
+            guard case .string(let text) = element else {
+                throw PayloadError("field \"\(name)[\(index)]\": expected a string, found \(element.typeDescription)")
+            }
+            out.append(text)
+        }
+        return out
+    }
+
+    private func describe(_ value: JSONValue) -> String {
+        if case .double = value { return "a fraction" }
+        return value.typeDescription
+    }
+}

@@ -1,0 +1,214 @@
+import OfferAPI
+
+/// The questions apps ask, answered the one way every surface shares: the HTTP routes call it, and so does
+/// `explain`, which is why both give the same verdict and the same error for the same request.
+///
+/// Each answer follows one path: the app → the offer and product → the signed data, verified as the app's
+/// (`AppTrust`) → the customer's facts at `now` → `OfferDecision.decide` (rules, then limits over the ledger's
+/// counts). Signing and recording a signature come after, in the signature route.
+public struct EligibilityService: Sendable {
+    public let catalog: Catalog
+    public let verifier: SignedDataVerifier
+    /// Environments this deployment trusts in signed data (`trust.environments`).
+    public let environments: Set<AppStoreEnvironment>
+    /// The ledger's counts, for offers with limits; `nil` when there is no ledger.
+    public let usage: (any UsageCounts)?
+
+    public init(
+        catalog: Catalog, verifier: SignedDataVerifier, environments: Set<AppStoreEnvironment>,
+        usage: (any UsageCounts)?
+    ) {
+        self.catalog = catalog
+        self.verifier = verifier
+        self.environments = environments
+        self.usage = usage
+    }
+
+    /// A decided offer, with what it was decided for.
+    public struct Verdict: Sendable {
+        public let app: Catalog.App
+        public let productId: String
+        public let customer: VerifiedCustomer?
+        public let decision: OfferDecision
+
+        public var offer: Offer { decision.offer }
+
+        /// The same verdict with another decision (limits that a concurrent request reached first).
+        public func replacingDecision(_ decision: OfferDecision) -> Verdict {
+            Verdict(app: app, productId: productId, customer: customer, decision: decision)
+        }
+    }
+
+    /// An offer an app may show, on one of its products.
+    public struct Choice: Sendable, Equatable {
+        public let offerId: String
+        public let productId: String
+    }
+
+    /// The answer to "which offers may this customer have?".
+    public struct Listing: Sendable {
+        public let app: Catalog.App
+        public let customer: VerifiedCustomer?
+        /// Promotional offers that passed, in configuration order, one entry per product.
+        public let promotionalOffers: [Choice]
+        /// Apple's win-back offers that passed, in Apple's order.
+        public let winBackOffers: [Choice]
+        /// Every decision taken, passed or not, in configuration order (for `explain`).
+        public let decisions: [OfferDecision]
+    }
+
+    // MARK: - Questions
+
+    /// May the customer have promotional offer `offerId` on `productId`?
+    public func promotionalOffer(
+        bundleId: String, productId: String, offerId: String, signedData: SignedData, now: Int64
+    ) throws(OfferError) -> Verdict {
+        let app = try app(bundleId)
+        let offer = try offer(offerId, of: app, kind: .promotional, productId: productId)
+        let customer = try customer(signedData, of: app, now: now)
+        return Verdict(
+            app: app, productId: productId, customer: customer, decision: try decide(offer, app, customer, now))
+    }
+
+    /// Introductory offer eligibility for `productId`: the offer named, else the app's first `introductoryOffer`
+    /// covering the product. Apple requires the customer's transaction ID in the signature, so the request must
+    /// carry a transaction or an app transaction.
+    public func introductoryOffer(
+        bundleId: String, productId: String, offerId: String?, signedData: SignedData, now: Int64
+    ) throws(OfferError) -> Verdict {
+        let app = try app(bundleId)
+        let offer: Offer
+        if let offerId {
+            offer = try self.offer(offerId, of: app, kind: .introductoryOffer, productId: productId)
+        } else {
+            guard
+                let found = app.offers.first(where: {
+                    $0.kind == .introductoryOffer && $0.productIds.contains(productId)
+                })
+            else {
+                throw OfferError(
+                    .unknownOffer, "no introductoryOffer offer is configured for product \(productId)",
+                    field: "productId")
+            }
+            offer = found
+        }
+        guard signedData.appTransaction != nil || signedData.transaction != nil else {
+            throw .invalidRequest(
+                "send \"signedAppTransaction\" or \"signedTransaction\": Apple requires the customer's transactionId")
+        }
+        guard let customer = try customer(signedData, of: app, now: now), customer.signatureTransactionId != nil
+        else {
+            throw .invalidRequest("the signed data carries no transaction identifier")
+        }
+        return Verdict(
+            app: app, productId: productId, customer: customer, decision: try decide(offer, app, customer, now))
+    }
+
+    /// The promotional offers and Apple's win-back offers this customer may have, on `productIds` when given.
+    public func eligibleOffers(
+        bundleId: String, productIds: [String]?, signedData: SignedData, now: Int64
+    ) throws(OfferError) -> Listing {
+        let app = try app(bundleId)
+        let filter = productIds.map(Set.init)
+        let customer = try customer(signedData, of: app, now: now)
+        var decisions: [OfferDecision] = []
+        var promotional: [Choice] = []
+        var winBack: [String: Choice] = [:]
+        for offer in app.offers where offer.kind != .introductoryOffer {
+            switch offer.kind {
+            case .promotional:
+                let products = offer.productIds.filter { filter?.contains($0) ?? true }
+                guard !products.isEmpty else { continue }
+                let decision = try decide(offer, app, customer, now)
+                decisions.append(decision)
+                if decision.isEligible { promotional += products.map { Choice(offerId: offer.id, productId: $0) } }
+            default:
+                // Shown on the customer's current product when the offer covers it, else on its first product.
+                let current = customer?.facts.productId
+                let productId = current.flatMap { offer.productIds.contains($0) ? $0 : nil } ?? offer.productIds[0]
+                if let filter, !filter.contains(productId) { continue }
+                let decision = try decide(offer, app, customer, now)
+                decisions.append(decision)
+                if decision.isEligible { winBack[offer.id] = Choice(offerId: offer.id, productId: productId) }
+            }
+        }
+        let appleOrder = (customer?.facts.eligibleWinBackOfferIds ?? []).compactMap { winBack[$0] }
+        return Listing(
+            app: app, customer: customer, promotionalOffers: promotional, winBackOffers: appleOrder,
+            decisions: decisions)
+    }
+
+    // MARK: - Steps
+
+    /// The app a request names.
+    public func app(_ bundleId: String) throws(OfferError) -> Catalog.App {
+        guard let app = catalog.apps[bundleId] else { throw .unknownApp(bundleId) }
+        return app
+    }
+
+    /// What the app's signed data proves about the customer at `now`; `nil` when the request carries none.
+    public func customer(_ data: SignedData, of app: Catalog.App, now: Int64) throws(OfferError) -> VerifiedCustomer? {
+        guard !data.isEmpty else { return nil }
+        let trust = AppTrust(
+            bundleId: app.bundleId, environments: environments, localTesting: app.definition.localTesting)
+        func verify<Payload: AppStoreSignedPayload>(
+            _ token: String?, _ field: String, as type: Payload.Type
+        ) throws(OfferError) -> Payload? {
+            guard let token else { return nil }
+            do {
+                return try trust.verify(token, as: type, with: verifier)
+            } catch {
+                throw .untrustedSignedData(field: field, error)
+            }
+        }
+        let transaction = try verify(data.transaction, "signedTransaction", as: JWSTransactionPayload.self)
+        let renewalInfo = try verify(data.renewalInfo, "signedRenewalInfo", as: JWSRenewalInfoPayload.self)
+        let appTransaction = try verify(data.appTransaction, "signedAppTransaction", as: AppTransactionPayload.self)
+        guard renewalInfo == nil || transaction != nil else {
+            // Renewal info names no app: only the transaction it belongs to ties it to this one.
+            throw .invalidRequest(
+                "\"signedRenewalInfo\" must come with the \"signedTransaction\" it belongs to",
+                field: "signedRenewalInfo")
+        }
+        do {
+            return try VerifiedCustomer(
+                transaction: transaction, renewalInfo: renewalInfo, appTransaction: appTransaction, now: now)
+        } catch {
+            throw OfferError(
+                .untrustedSignedData, "signed data does not fit together: \(error.message)",
+                reason: SignedDataError.Reason.inconsistent.rawValue)
+        }
+    }
+
+    /// Offer `id` of `app`, of `kind`, covering `productId`.
+    public func offer(
+        _ id: String, of app: Catalog.App, kind: Offer.Kind, productId: String
+    ) throws(OfferError) -> Offer {
+        guard let offer = app.offer(id) else { throw .unknownOffer(id) }
+        guard offer.kind == kind else {
+            let hint: String
+            switch offer.kind {
+            case .winBack: hint = "Apple's win-back offers need no signature; list them with POST /v1/eligibility"
+            case .introductoryOffer: hint = "use POST /v1/signatures/introductory-offer-eligibility"
+            case .promotional: hint = "use POST /v1/signatures/promotional-offer"
+            }
+            throw OfferError(
+                .wrongOfferType, "offer \(id) is of type \(offer.kind.rawValue); \(hint)", field: "offerId")
+        }
+        guard offer.productIds.contains(productId) else {
+            throw OfferError(
+                .productNotCovered, "offer \(id) does not cover product \(productId)", field: "productId")
+        }
+        return offer
+    }
+
+    private func decide(
+        _ offer: Offer, _ app: Catalog.App, _ customer: VerifiedCustomer?, _ now: Int64
+    ) throws(OfferError) -> OfferDecision {
+        do {
+            return try OfferDecision.decide(offer, bundleId: app.bundleId, customer: customer, now: now, usage: usage)
+        } catch {
+            throw .storageUnavailable
+        }
+    }
+}

@@ -1,0 +1,56 @@
+import OfferAPI
+
+/// Why a request got no decision: a stable machine `code`, a message fit for the client, and for some codes the
+/// request `field`, the signed-data `reason` or the failed rules. Never a key, a token or signed data.
+/// The HTTP layer maps codes to statuses in one place; `explain` prints them as the service would answer.
+public struct OfferError: Error, Sendable, Equatable, CustomStringConvertible {
+    /// The API's error code (`OfferAPI.ErrorCode`: one list for the server, `explain` and clients).
+    public let code: ErrorCode
+    public let message: String
+    /// The request member at fault, when one is.
+    public var field: String?
+    /// For `untrusted_signed_data`: the failed check (`SignedDataError.Reason`).
+    public var reason: String?
+    /// For `not_eligible`: the failed rules, by name and code only.
+    public var reasons: [IneligibilityReason]
+
+    public init(
+        _ code: ErrorCode, _ message: String, field: String? = nil, reason: String? = nil,
+        reasons: [IneligibilityReason] = []
+    ) {
+        self.code = code
+        self.message = message
+        self.field = field
+        self.reason = reason
+        self.reasons = reasons
+    }
+
+    public var description: String { "\(code.rawValue): \(message)" }
+
+    public static func invalidRequest(_ message: String, field: String? = nil) -> OfferError {
+        OfferError(.invalidRequest, message, field: field)
+    }
+
+    public static func unknownApp(_ bundleId: String) -> OfferError {
+        OfferError(.unknownApp, "no app is configured with bundleId \(bundleId)", field: "bundleId")
+    }
+
+    public static func unknownOffer(_ offerId: String) -> OfferError {
+        OfferError(.unknownOffer, "no offer \(offerId) is configured for this app", field: "offerId")
+    }
+
+    /// Signed data in request member `field` failed `error`'s check.
+    public static func untrustedSignedData(field: String, _ error: SignedDataError) -> OfferError {
+        OfferError(
+            .untrustedSignedData, "\(field): \(error.message)", field: field, reason: error.reason.rawValue)
+    }
+
+    public static func notEligible(_ reasons: [IneligibilityReason]) -> OfferError {
+        OfferError(.notEligible, "the customer is not eligible for this offer", reasons: reasons)
+    }
+
+    public static let storageUnavailable = OfferError(
+        .storageUnavailable, "the ledger of issued signatures is unavailable; retry later")
+
+    public static let internalError = OfferError(.internalError, "the server failed to handle the request")
+}

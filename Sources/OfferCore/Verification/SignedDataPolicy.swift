@@ -1,0 +1,88 @@
+import OfferAPI
+
+/// One check on verified signed data, after its chain and signature (see `SignedDataVerifier`). Policies are
+/// pure and small, so each kind of signed data composes the ones it needs.
+public protocol SignedDataPolicy: Sendable {
+    func check(_ data: VerifiedJWS) throws(SignedDataError)
+}
+
+/// The kinds of App Store signed data an app sends as proof of who the customer is.
+public enum SignedDataKind: String, Sendable {
+    case transaction
+    case renewalInfo
+    case appTransaction
+}
+
+/// Apple signs all three kinds with the same chain, so the payload's shape must say which it is: a transaction
+/// sent as renewal info would otherwise pass for proof of a subscription.
+public struct PayloadKindPolicy: SignedDataPolicy {
+    public let kind: SignedDataKind
+
+    public init(_ kind: SignedDataKind) { self.kind = kind }
+
+    public func check(_ data: VerifiedJWS) throws(SignedDataError) {
+        let hasTransactionId = data.payload["transactionId"] != nil
+        let hasReceiptType = data.payload["receiptType"] != nil
+        switch kind {
+        case .transaction:
+            guard hasTransactionId, !hasReceiptType else {
+                throw SignedDataError(.malformed, "signed data is not a transaction")
+            }
+        case .renewalInfo:
+            guard !hasTransactionId, !hasReceiptType, data.payload["originalTransactionId"] != nil else {
+                throw SignedDataError(.malformed, "signed data is not renewal info")
+            }
+        case .appTransaction:
+            guard hasReceiptType, !hasTransactionId else {
+                throw SignedDataError(.malformed, "signed data is not an app transaction")
+            }
+        }
+    }
+}
+
+/// The payload's `bundleId` is the app's. Apple's renewal info carries none; it is tied to the app through the
+/// verified transaction's `originalTransactionId` instead (see `CustomerFacts`), so `required: false` admits it.
+public struct BundlePolicy: SignedDataPolicy {
+    public let bundleId: String
+    public let required: Bool
+
+    public init(bundleId: String, required: Bool = true) {
+        self.bundleId = bundleId
+        self.required = required
+    }
+
+    public func check(_ data: VerifiedJWS) throws(SignedDataError) {
+        let found = data.payload["bundleId"]?.stringValue
+        guard found == bundleId || (!required && found == nil) else {
+            throw SignedDataError(.wrongApp, "signed data is for another app")
+        }
+    }
+}
+
+/// The payload's environment (member `field`) is one this deployment accepts: Xcode and LocalTesting only from
+/// their self-signed certificate with local testing on, others only from an App Store chain and when listed.
+public struct EnvironmentPolicy: SignedDataPolicy {
+    public let field: String
+    public let allowed: Set<AppStoreEnvironment>
+    public let allowLocalTesting: Bool
+
+    public init(field: String = "environment", allowed: Set<AppStoreEnvironment>, allowLocalTesting: Bool) {
+        self.field = field
+        self.allowed = allowed
+        self.allowLocalTesting = allowLocalTesting
+    }
+
+    public func check(_ data: VerifiedJWS) throws(SignedDataError) {
+        guard let text = data.payload[field]?.stringValue else {
+            throw SignedDataError(.malformed, "payload has no \(field)")
+        }
+        let environment = AppStoreEnvironment(rawValue: text)
+        if AppStoreEnvironment.local.contains(environment) {
+            guard allowLocalTesting, data.origin == .localTesting else {
+                throw SignedDataError(.wrongEnvironment, "\(text) data is accepted only with localTesting on")
+            }
+        } else if !allowed.contains(environment) || data.origin != .appStore {
+            throw SignedDataError(.wrongEnvironment, "environment \(text) is not accepted here")
+        }
+    }
+}

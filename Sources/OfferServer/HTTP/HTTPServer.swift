@@ -1,0 +1,298 @@
+import CMicroHTTPD
+import Synchronization
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// Limits the HTTP layer enforces before a handler sees a request.
+public struct HTTPServerLimits: Sendable {
+    /// Largest request body accepted; larger bodies get 413.
+    public var maxBodyBytes = 64 * 1024
+    /// Memory per connection for the request line and headers (libmicrohttpd answers 431 past it).
+    public var maxHeaderBytes = 16 * 1024
+    /// Simultaneous connections.
+    public var maxConnections = 1024
+    /// Seconds a connection may sit idle before it is closed.
+    public var idleTimeoutSeconds = 30
+    /// Worker threads (libmicrohttpd's epoll thread pool); 0 means one per core.
+    public var threads = 0
+    /// Whether handlers see the peer's address (only the rate limiter needs it).
+    public var recordsClientAddress = false
+    /// Request headers handlers see: `X-Request-Id`, and for example a proxy's client address header.
+    public var forwardedHeaders: [String] = ["X-Request-Id"]
+
+    public init() {}
+}
+
+/// A bounded HTTP/1.1 server over libmicrohttpd with an internal epoll thread pool.
+///
+/// The concurrency model, for every handler: a handler runs on one of the pool's worker threads (one per core)
+/// and answers through its `Responder`, either before it returns (the fast path: no suspension) or later from
+/// any thread. In the second case the connection is suspended (`MHD_suspend_connection`), so the worker
+/// thread serves other connections meanwhile, and resumed when the answer is ready. Work that waits (a group
+/// commit to disk, an App Store Server API call) must take that path and never block a worker.
+///
+/// One object owns the daemon and the listening socket. `@unchecked Sendable`: after `start` the
+/// daemon pointer is only read (and cleared by `stop` on the main thread once the pool is idle),
+/// libmicrohttpd synchronises its own threads, and the counters are behind `Mutex`es.
+public final class HTTPServer: @unchecked Sendable {
+    public typealias Handler = @Sendable (HTTPRequest, Responder) -> Void
+
+    let handler: Handler
+    let limits: HTTPServerLimits
+    private var daemon: OpaquePointer?
+    /// The port actually bound (useful when asked for port 0).
+    public private(set) var port: Int = 0
+    let inFlight = InFlightCounter()
+    /// Responders whose connection is suspended, waiting for an answer; answered 503 if the server stops first.
+    let waiting = Mutex<[ObjectIdentifier: Responder]>([:])
+
+    public init(limits: HTTPServerLimits, handler: @escaping Handler) {
+        self.limits = limits
+        self.handler = handler
+    }
+
+    deinit {
+        if let daemon { MHD_stop_daemon(daemon) }
+    }
+
+    /// Binds `host:port` and starts serving. Throws with a readable message on failure.
+    public func start(host: String, port: Int) throws(ServerError) {
+        let socket = try Self.listen(host: host, port: port)
+        self.port = socket.port
+        let threads = limits.threads > 0 ? limits.threads : max(1, Int(sysconf(Int32(_SC_NPROCESSORS_ONLN))))
+        var options = [
+            MHD_OptionItem(option: .LISTEN_SOCKET, value: Int(socket.fd), ptr_value: nil),
+            MHD_OptionItem(option: .THREAD_POOL_SIZE, value: threads, ptr_value: nil),
+            MHD_OptionItem(option: .CONNECTION_LIMIT, value: limits.maxConnections, ptr_value: nil),
+            MHD_OptionItem(option: .CONNECTION_TIMEOUT, value: limits.idleTimeoutSeconds, ptr_value: nil),
+            MHD_OptionItem(option: .CONNECTION_MEMORY_LIMIT, value: limits.maxHeaderBytes, ptr_value: nil),
+            MHD_OptionItem(
+                option: .NOTIFY_COMPLETED,
+                value: unsafeBitCast(requestCompleted as MHD_RequestCompletedCallback, to: Int.self),
+                ptr_value: Unmanaged.passUnretained(self).toOpaque()),
+            MHD_OptionItem(option: .END, value: 0, ptr_value: nil),
+        ]
+        let flags = MHD_USE_EPOLL_INTERNAL_THREAD.rawValue | MHD_ALLOW_SUSPEND_RESUME.rawValue
+        let context = Unmanaged.passUnretained(self).toOpaque()
+        daemon = options.withUnsafeMutableBufferPointer { items in
+            withVaList([MHD_OPTION.ARRAY.rawValue, items.baseAddress!, MHD_OPTION.END.rawValue]) { arguments in
+                MHD_start_daemon_va(flags, 0, nil, nil, accessHandler, context, arguments)
+            }
+        }
+        guard daemon != nil else {
+            close(socket.fd)
+            throw ServerError("cannot start the HTTP server on \(host):\(port)")
+        }
+        // From here the daemon owns the listening socket: it closes it when stopped, unless quiesced first.
+    }
+
+    /// Stops accepting connections, lets requests in flight finish (up to `grace` seconds), then stops.
+    public func stop(graceSeconds: Double = 10) {
+        guard let daemon else { return }
+        // Closing the listening socket right away makes new connections fail fast instead of waiting in the backlog.
+        let quiesced = MHD_quiesce_daemon(daemon)
+        if quiesced >= 0 { close(quiesced) }
+        var waited = 0.0
+        while inFlight.value > 0 && waited < graceSeconds {
+            usleep(10_000)
+            waited += 0.01
+        }
+        // libmicrohttpd must not be stopped with suspended connections: answer the ones still waiting, then give
+        // the pool a moment to send those answers.
+        let stranded = waiting.withLock { Array($0.values) }
+        for responder in stranded {
+            responder.send(HTTPResponse(status: 503, body: Array(Self.stoppingBody.utf8)))
+        }
+        waited = 0
+        while !stranded.isEmpty && inFlight.value > 0 && waited < 1 {
+            usleep(10_000)
+            waited += 0.01
+        }
+        MHD_stop_daemon(daemon)
+        self.daemon = nil
+    }
+
+    static let stoppingBody = #"{"error":{"code":"not_ready","message":"the server is stopping"}}"#
+
+    private static func listen(host: String, port: Int) throws(ServerError) -> (fd: Int32, port: Int) {
+        guard (0...65535).contains(port) else { throw ServerError("port \(port) is out of range (0-65535)") }
+        var hints = addrinfo()
+        hints.ai_family = AF_UNSPEC
+        hints.ai_socktype = Int32(SOCK_STREAM.rawValue)
+        hints.ai_flags = AI_PASSIVE | AI_NUMERICSERV
+        var result: UnsafeMutablePointer<addrinfo>?
+        let status = getaddrinfo(host, String(port), &hints, &result)
+        guard status == 0, let first = result else { throw ServerError("cannot resolve listen host '\(host)'") }
+        defer { freeaddrinfo(result) }
+        var lastErrno: Int32 = 0
+        var entry: UnsafeMutablePointer<addrinfo>? = first
+        while let info = entry {
+            entry = info.pointee.ai_next
+            let fd = socket(info.pointee.ai_family, info.pointee.ai_socktype | Int32(SOCK_CLOEXEC.rawValue), 0)
+            guard fd >= 0 else { continue }
+            var yes: Int32 = 1
+            setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &yes, socklen_t(MemoryLayout<Int32>.size))
+            guard bind(fd, info.pointee.ai_addr, info.pointee.ai_addrlen) == 0, Glibc.listen(fd, 1024) == 0 else {
+                lastErrno = errno
+                close(fd)
+                continue
+            }
+            var storage = sockaddr_storage()
+            var length = socklen_t(MemoryLayout<sockaddr_storage>.size)
+            let bound = withUnsafeMutablePointer(to: &storage) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) }
+            }
+            var actualPort = port
+            if bound == 0 {
+                if Int32(storage.ss_family) == AF_INET {
+                    actualPort = withUnsafePointer(to: &storage) {
+                        $0.withMemoryRebound(to: sockaddr_in.self, capacity: 1) {
+                            Int(UInt16(bigEndian: $0.pointee.sin_port))
+                        }
+                    }
+                } else if Int32(storage.ss_family) == AF_INET6 {
+                    actualPort = withUnsafePointer(to: &storage) {
+                        $0.withMemoryRebound(to: sockaddr_in6.self, capacity: 1) {
+                            Int(UInt16(bigEndian: $0.pointee.sin6_port))
+                        }
+                    }
+                }
+            }
+            return (fd, actualPort)
+        }
+        let reason = lastErrno == EADDRINUSE ? "address already in use" : "errno \(lastErrno)"
+        throw ServerError("cannot listen on \(host):\(port) (\(reason))")
+    }
+}
+
+/// A server start-up failure with a message fit for the operator.
+public struct ServerError: Error, Sendable, CustomStringConvertible {
+    public let description: String
+    public init(_ description: String) { self.description = description }
+}
+
+/// Per-request state kept in libmicrohttpd's `con_cls` between handler calls.
+final class RequestState {
+    var body: [UInt8] = []
+    /// Set once the handler ran: its answer comes through here, now or after a resume.
+    var responder: Responder?
+    /// The body is over the limit: it is dropped and the request answered 413.
+    var rejected = false
+    /// The 413 was queued already (on the first call, from `Content-Length`).
+    var answered = false
+    var discarded = 0
+}
+
+/// Counts requests from their first handler call to libmicrohttpd's completion notice (response sent or aborted).
+final class InFlightCounter: Sendable {
+    private let count = Mutex(0)
+    var value: Int { count.withLock { $0 } }
+    func increment() { count.withLock { $0 += 1 } }
+    func decrement() { count.withLock { $0 -= 1 } }
+}
+
+private func requestCompleted(
+    _ cls: UnsafeMutableRawPointer?, _ connection: OpaquePointer?,
+    _ state: UnsafeMutablePointer<UnsafeMutableRawPointer?>?,
+    _ code: MHD_RequestTerminationCode
+) {
+    guard let state, let pointer = state.pointee else { return }
+    Unmanaged<RequestState>.fromOpaque(pointer).release()
+    state.pointee = nil
+    if let cls { Unmanaged<HTTPServer>.fromOpaque(cls).takeUnretainedValue().inFlight.decrement() }
+}
+
+private func accessHandler(
+    _ cls: UnsafeMutableRawPointer?, _ connection: OpaquePointer?, _ url: UnsafePointer<CChar>?,
+    _ method: UnsafePointer<CChar>?, _ version: UnsafePointer<CChar>?, _ uploadData: UnsafePointer<CChar>?,
+    _ uploadSize: UnsafeMutablePointer<Int>?, _ stateSlot: UnsafeMutablePointer<UnsafeMutableRawPointer?>?
+) -> MHD_Result {
+    guard let cls, let connection, let stateSlot, let uploadSize else { return .NO }
+    let server = Unmanaged<HTTPServer>.fromOpaque(cls).takeUnretainedValue()
+    guard let existing = stateSlot.pointee else {
+        // First call: headers only. Answering now would force `Connection: close`, so only set up state,
+        // unless the declared body is already too large.
+        let state = RequestState()
+        stateSlot.pointee = Unmanaged.passRetained(state).toOpaque()
+        server.inFlight.increment()
+        if let declared = MHD_lookup_connection_value(connection, .HEADER_KIND, "Content-Length"),
+            let length = Int(String(cString: declared)), length > server.limits.maxBodyBytes
+        {
+            state.rejected = true
+            state.answered = true
+            return queue(connection, HTTPError.payloadTooLarge(limit: server.limits.maxBodyBytes).response)
+        }
+        return .YES
+    }
+    let state = Unmanaged<RequestState>.fromOpaque(existing).takeUnretainedValue()
+    let limit = server.limits.maxBodyBytes
+    if uploadSize.pointee > 0 {
+        let count = uploadSize.pointee
+        uploadSize.pointee = 0
+        if !state.rejected && state.body.count + count > limit {
+            // libmicrohttpd cannot answer in the middle of a body, so the rest is read and dropped and the
+            // 413 goes out on the final call; a sender that keeps going past 16 times the limit is cut off.
+            state.rejected = true
+            state.body = []
+        }
+        if state.rejected {
+            state.discarded += count
+            return state.discarded > 16 * limit ? .NO : .YES
+        }
+        if let uploadData {
+            uploadData.withMemoryRebound(to: UInt8.self, capacity: count) {
+                state.body.append(contentsOf: UnsafeBufferPointer(start: $0, count: count))
+            }
+        }
+        return .YES
+    }
+    if state.rejected {
+        // A declared oversize body was already answered on the first call.
+        return state.answered ? .YES : queue(connection, HTTPError.payloadTooLarge(limit: limit).response)
+    }
+    if let responder = state.responder {
+        // Called again after a resume: the answer is ready.
+        guard let response = responder.takeResponse() else { return .YES }
+        return queue(connection, response)
+    }
+    let path = url.map { String(cString: $0) } ?? "/"
+    var request = HTTPRequest(
+        method: method.map { String(cString: $0) } ?? "GET",
+        path: path.split(separator: "?", maxSplits: 1, omittingEmptySubsequences: false).first.map(String.init) ?? path,
+        body: state.body)
+    for name in server.limits.forwardedHeaders {
+        if let value = MHD_lookup_connection_value(connection, .HEADER_KIND, name) {
+            request.headers[name.lowercased()] = String(cString: value)
+        }
+    }
+    var address = [CChar](repeating: 0, count: 64)
+    if server.limits.recordsClientAddress,
+        offer_client_address(connection, &address, socklen_t(address.count)) == 1
+    {
+        request.clientAddress = String(
+            decoding: address.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+    }
+    state.body = []
+    let responder = Responder(connection: connection, server: server)
+    state.responder = responder
+    server.handler(request, responder)
+    // Answered before returning: queue now. Otherwise the connection waits, suspended, for `send`.
+    if let response = responder.takeResponseOrSuspend() { return queue(connection, response) }
+    return .YES
+}
+
+private func queue(_ connection: OpaquePointer, _ response: HTTPResponse) -> MHD_Result {
+    var body = response.body
+    let created = body.withUnsafeMutableBytes {
+        MHD_create_response_from_buffer($0.count, $0.baseAddress, .RESPMEM_MUST_COPY)
+    }
+    guard let created else { return .NO }
+    defer { MHD_destroy_response(created) }
+    MHD_add_response_header(created, "Content-Type", response.contentType)
+    MHD_add_response_header(created, "Cache-Control", "no-store")
+    MHD_add_response_header(created, "X-Content-Type-Options", "nosniff")
+    for header in response.headers { MHD_add_response_header(created, header.name, header.value) }
+    return MHD_queue_response(connection, UInt32(response.status), created)
+}

@@ -1,0 +1,112 @@
+import OfferAPI
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// A structured logger writing one line per event to standard error, as logfmt (`level=info msg="..." k=v`)
+/// or JSON. Callers pass it in and add metadata with `with(_:_:)` (a request's ID, its route); it never
+/// receives key material, tokens or signed data, only identifiers.
+public struct Logger: Sendable {
+    public enum Level: Int, Sendable, Comparable, CaseIterable {
+        case debug, info, warning, error
+        public static func < (lhs: Level, rhs: Level) -> Bool { lhs.rawValue < rhs.rawValue }
+        public var label: String {
+            switch self {
+            case .debug: return "debug"
+            case .info: return "info"
+            case .warning: return "warning"
+            case .error: return "error"
+            }
+        }
+        public init?(label: String) {
+            guard let level = Self.allCases.first(where: { $0.label == label }) else { return nil }
+            self = level
+        }
+    }
+
+    public enum Format: String, Sendable, CaseIterable {
+        case logfmt
+        case json
+    }
+
+    public var level: Level
+    public var format: Format
+    /// Fields added to every line, in order.
+    public private(set) var metadata: [(String, String)] = []
+
+    public init(level: Level, format: Format = .logfmt) {
+        self.level = level
+        self.format = format
+    }
+
+    /// A logger that adds `key=value` to every line.
+    public func with(_ key: String, _ value: String) -> Logger {
+        var copy = self
+        copy.metadata.append((key, value))
+        return copy
+    }
+
+    public func debug(_ message: @autoclosure () -> String, _ fields: [(String, String)] = []) {
+        write(.debug, message, fields)
+    }
+    public func info(_ message: @autoclosure () -> String, _ fields: [(String, String)] = []) {
+        write(.info, message, fields)
+    }
+    public func warning(_ message: @autoclosure () -> String, _ fields: [(String, String)] = []) {
+        write(.warning, message, fields)
+    }
+    public func error(_ message: @autoclosure () -> String, _ fields: [(String, String)] = []) {
+        write(.error, message, fields)
+    }
+
+    /// Whether a line at `level` would be written (to skip building expensive fields).
+    public func isEnabled(_ level: Level) -> Bool { level >= self.level }
+
+    private func write(_ level: Level, _ message: () -> String, _ fields: [(String, String)]) {
+        guard level >= self.level else { return }
+        let line = Self.line(level: level, message: message(), fields: metadata + fields, format: format)
+        line.withUnsafeBytes { _ = Glibc.write(2, $0.baseAddress, $0.count) }
+    }
+
+    /// One event as one line, newline-terminated: quotes, backslashes and control characters are escaped in
+    /// both formats, so a value can never start a new line.
+    static func line(level: Level, message: String, fields: [(String, String)], format: Format) -> [UInt8] {
+        switch format {
+        case .json:
+            var writer = JSONWriter(capacity: 160)
+            writer.beginObject()
+            writer.member("level", level.label)
+            writer.member("msg", message)
+            for (key, value) in fields { writer.member(key, value) }
+            writer.endObject()
+            return writer.bytes + [UInt8(ascii: "\n")]
+        case .logfmt:
+            var out = "level=\(level.label) msg=\(quoted(message))"
+            for (key, value) in fields { out += " \(key)=\(logfmtValue(value))" }
+            return Array((out + "\n").utf8)
+        }
+    }
+
+    private static func logfmtValue(_ value: String) -> String {
+        let plain =
+            !value.isEmpty && value.utf8.allSatisfy { $0 > 0x20 && $0 < 0x7F && $0 != 0x22 && $0 != 0x3D && $0 != 0x5C }
+        return plain ? value : quoted(value)
+    }
+
+    private static func quoted(_ text: String) -> String {
+        var out = "\""
+        for scalar in text.unicodeScalars {
+            switch scalar {
+            case "\n": out += "\\n"
+            case "\r": out += "\\r"
+            case "\t": out += "\\t"
+            case "\"": out += "\\\""
+            case "\\": out += "\\\\"
+            case _ where scalar.value < 0x20 || scalar.value == 0x7F: out += "\\u{\(String(scalar.value, radix: 16))}"
+            default: out.unicodeScalars.append(scalar)
+            }
+        }
+        return out + "\""
+    }
+}

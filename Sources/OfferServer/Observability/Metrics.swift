@@ -1,0 +1,102 @@
+import Synchronization
+
+/// Counters and gauges exported at `GET /metrics` in Prometheus text format 0.0.4.
+///
+/// Labels carry only configured names (app bundle IDs, offer IDs, key IDs) and fixed codes, never values from a
+/// request, so the number of series stays bounded whatever clients send.
+public final class Metrics: Sendable {
+    /// A metric family: its name, help text and type.
+    public struct Family: Sendable, Hashable {
+        public let name: String
+        public let help: String
+        public let type: String
+
+        public static let requests = Family(
+            name: "offer_signer_http_requests_total", help: "HTTP requests by route and status.", type: "counter")
+        public static let signatures = Family(
+            name: "offer_signer_signatures_total", help: "Signatures issued by app, offer, format and key ID.",
+            type: "counter")
+        public static let decisions = Family(
+            name: "offer_signer_decisions_total", help: "Eligibility decisions by app, offer and outcome.",
+            type: "counter")
+        public static let notEligible = Family(
+            name: "offer_signer_not_eligible_total", help: "Refusals by app, offer and reason code.", type: "counter")
+        public static let limitsReached = Family(
+            name: "offer_signer_limits_reached_total", help: "Offer limits reached, by app, offer and limit.",
+            type: "counter")
+        public static let signedDataRejected = Family(
+            name: "offer_signer_signed_data_rejected_total",
+            help: "App Store signed data refused, by app and failed check.", type: "counter")
+        public static let reloads = Family(
+            name: "offer_signer_reloads_total", help: "Configuration reloads by result.", type: "counter")
+        public static let configuration = Family(
+            name: "offer_signer_configuration_info", help: "The configuration in force (hash of the file), 1.",
+            type: "gauge")
+        public static let build = Family(
+            name: "offer_signer_build_info", help: "Version of this build, 1.", type: "gauge")
+
+        /// The order families are rendered in.
+        static let all: [Family] = [
+            .build, .configuration, .reloads, .requests, .decisions, .notEligible, .limitsReached, .signatures,
+            .signedDataRejected,
+        ]
+    }
+
+    private let series = Mutex<[Family: [String: Int]]>([:])
+
+    public init(version: String = "0.1.0") {
+        set(.build, ["version": version], to: 1)
+    }
+
+    /// Adds 1 to the series of `family` with `labels` (label names in the order given).
+    public func increment(_ family: Family, _ labels: KeyValuePairs<String, String>) {
+        let key = Self.render(labels)
+        series.withLock { $0[family, default: [:]][key, default: 0] += 1 }
+    }
+
+    /// Sets a gauge; `replacing: true` drops the family's other series (an info metric has one value at a time).
+    public func set(_ family: Family, _ labels: KeyValuePairs<String, String>, to value: Int, replacing: Bool = true) {
+        let key = Self.render(labels)
+        series.withLock {
+            if replacing { $0[family] = [:] }
+            $0[family, default: [:]][key] = value
+        }
+    }
+
+    /// The current value of one series (for tests and `/readyz`).
+    public func value(_ family: Family, _ labels: KeyValuePairs<String, String>) -> Int {
+        let key = Self.render(labels)
+        return series.withLock { $0[family]?[key] ?? 0 }
+    }
+
+    /// Prometheus text exposition format 0.0.4.
+    public func render() -> String {
+        let snapshot = series.withLock { $0 }
+        var out = ""
+        for family in Family.all {
+            out += "# HELP \(family.name) \(family.help)\n# TYPE \(family.name) \(family.type)\n"
+            for (labels, value) in (snapshot[family] ?? [:]).sorted(by: { $0.key < $1.key }) {
+                out += "\(family.name){\(labels)} \(value)\n"
+            }
+        }
+        return out
+    }
+
+    private static func render(_ labels: KeyValuePairs<String, String>) -> String {
+        labels.map { "\($0.key)=\"\(escape($0.value))\"" }.joined(separator: ",")
+    }
+
+    /// Prometheus label escaping: backslash, quote and newline.
+    private static func escape(_ value: String) -> String {
+        var out = ""
+        for character in value {
+            switch character {
+            case "\\": out += "\\\\"
+            case "\"": out += "\\\""
+            case "\n": out += "\\n"
+            default: out.append(character)
+            }
+        }
+        return out
+    }
+}

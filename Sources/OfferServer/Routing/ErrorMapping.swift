@@ -1,0 +1,50 @@
+import OfferAPI
+import OfferCore
+
+/// Every failure becomes an HTTP response here, and only here: the status of each error code, the JSON error
+/// body, and what the access log and metrics learn from it. Anything unmapped is a 500 with a generic body,
+/// logged at error level with its type (never its payload).
+public enum ErrorMapping {
+    /// The HTTP status of each domain error code; a code missing here is a 500.
+    static let statuses: [ErrorCode: Int] = [
+        .invalidRequest: 400, .untrustedSignedData: 400, .wrongOfferType: 400, .productNotCovered: 400,
+        .notEligible: 403, .unknownApp: 404, .unknownOffer: 404, .storageUnavailable: 503, .internalError: 500,
+    ]
+
+    /// The HTTP status of a domain error code (500 when unmapped).
+    public static func status(of code: ErrorCode) -> Int { statuses[code] ?? 500 }
+
+    /// The response for `error`, recording its code (and refused signed data's check) on `context`.
+    public static func response(for error: any Error, context: RequestContext) -> HTTPResponse {
+        switch error {
+        case let error as OfferError:
+            guard let status = statuses[error.code] else { return unmapped(error, context) }
+            context.record { facts in
+                facts.reason = facts.reason ?? error.reasons.first?.code ?? error.code.rawValue
+                if error.code == .untrustedSignedData { facts.rejectedSignedData = error.reason }
+                if error.code == .storageUnavailable || error.code == .internalError { facts.decision = nil }
+            }
+            if status >= 500 { context.log.error("request failed", [("code", error.code.rawValue)]) }
+            let body = ErrorResponse(
+                code: error.code, message: error.message, field: error.field, reason: error.reason,
+                reasons: error.reasons)
+            return HTTPResponse(status: status, body: body.jsonBytes)
+        case let error as WireError:
+            context.record { $0.reason = ErrorCode.invalidRequest.rawValue }
+            let body = ErrorResponse(code: .invalidRequest, message: error.message, field: error.field)
+            return HTTPResponse(status: 400, body: body.jsonBytes)
+        case let error as HTTPError:
+            context.record { $0.reason = error.code.rawValue }
+            return error.response
+        default:
+            return unmapped(error, context)
+        }
+    }
+
+    private static func unmapped(_ error: any Error, _ context: RequestContext) -> HTTPResponse {
+        context.log.error("unhandled error", [("type", String(describing: type(of: error)))])
+        context.record { $0.reason = ErrorCode.internalError.rawValue }
+        let body = ErrorResponse(code: .internalError, message: OfferError.internalError.message)
+        return HTTPResponse(status: 500, body: body.jsonBytes)
+    }
+}

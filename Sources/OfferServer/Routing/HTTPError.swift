@@ -1,0 +1,47 @@
+import OfferAPI
+
+/// An answer the HTTP layer gives itself, before or around a handler: no route, wrong method, too large, too
+/// many requests, not ready.
+public struct HTTPError: Error, Sendable, Equatable {
+    public let status: Int
+    public let code: ErrorCode
+    public let message: String
+    public let headers: [HTTPHeader]
+
+    public init(status: Int, code: ErrorCode, message: String, headers: [HTTPHeader] = []) {
+        self.status = status
+        self.code = code
+        self.message = message
+        self.headers = headers
+    }
+
+    public static func notFound(_ path: String) -> HTTPError {
+        HTTPError(status: 404, code: .notFound, message: "no route for \(path)")
+    }
+
+    public static func methodNotAllowed(_ method: String, allow: String) -> HTTPError {
+        HTTPError(
+            status: 405, code: .methodNotAllowed, message: "\(method) is not allowed here; use \(allow)",
+            headers: [HTTPHeader("Allow", allow)])
+    }
+
+    public static func payloadTooLarge(limit: Int) -> HTTPError {
+        HTTPError(status: 413, code: .payloadTooLarge, message: "request body exceeds \(limit) bytes")
+    }
+
+    public static func rateLimited(retryAfter seconds: Int) -> HTTPError {
+        HTTPError(
+            status: 429, code: .rateLimited, message: "too many requests from this client; retry in \(seconds) s",
+            headers: [HTTPHeader("Retry-After", String(seconds))])
+    }
+
+    public static func notReady(_ message: String) -> HTTPError {
+        HTTPError(status: 503, code: .notReady, message: message)
+    }
+
+    /// The JSON error body.
+    public var response: HTTPResponse {
+        HTTPResponse(
+            status: status, body: ErrorResponse(code: code, message: message).jsonBytes, headers: headers)
+    }
+}

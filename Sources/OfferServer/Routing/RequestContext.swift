@@ -1,0 +1,80 @@
+import OfferCore
+import Synchronization
+
+/// What a handler knows about the request besides its bytes: who asked, when, under which configuration,
+/// and a logger that carries the request's ID. Handlers add what ops should see in the access log and metrics
+/// (`record`) as they learn it: the app, the offer, the decision.
+public final class RequestContext: Sendable {
+    /// From the client's `X-Request-Id` when it is a plain token of at most 128 characters, else generated;
+    /// echoed in the response.
+    public let requestId: String
+    /// The matched route's pattern (`/v1/eligibility`), or `other`.
+    public let route: String
+    /// The route's `{name}` parameters.
+    public let parameters: [String: String]
+    public let clientAddress: String?
+    /// The request's time, Unix milliseconds: one value for the whole request.
+    public let now: Int64
+    /// The configuration in force when the request arrived; a reload meanwhile does not change it.
+    public let snapshot: Snapshot
+    public let log: Logger
+    /// Monotonic nanoseconds at arrival, for the duration in the access log.
+    let started: UInt64
+    private let facts = Mutex(Facts())
+
+    /// What the request turned out to be about, for the access log and metrics. Identifiers and codes only.
+    public struct Facts: Sendable {
+        public var app: String?
+        public var offer: String?
+        /// `eligible`, `not_eligible`, `allowed` or `denied` (intro).
+        public var decision: String?
+        /// The first reason code, or the error code.
+        public var reason: String?
+        /// Every reason code of a refusal.
+        public var reasons: [String] = []
+        /// The failed check of refused signed data.
+        public var rejectedSignedData: String?
+        /// For an issued signature: its format (`jws`, `legacy`, `introductory`) and key ID.
+        public var signature: (format: String, keyId: String)?
+    }
+
+    init(
+        requestId: String, route: String, parameters: [String: String], clientAddress: String?, now: Int64,
+        snapshot: Snapshot, log: Logger, started: UInt64
+    ) {
+        self.requestId = requestId
+        self.route = route
+        self.parameters = parameters
+        self.clientAddress = clientAddress
+        self.now = now
+        self.snapshot = snapshot
+        self.log = log
+        self.started = started
+    }
+
+    /// Adds to what the access log and metrics will say about this request.
+    public func record(_ change: (inout Facts) -> Void) { facts.withLock { change(&$0) } }
+
+    public var recorded: Facts { facts.withLock { $0 } }
+
+    /// Records the app and offer a request names, once the configuration knows them: metrics label only
+    /// configured names, never whatever a client sent.
+    public func recordSubject(bundleId: String, offerId: String?) {
+        guard let app = snapshot.catalog.apps[bundleId] else { return }
+        let offer = offerId.flatMap { app.offer($0) }?.id
+        record {
+            $0.app = app.bundleId
+            $0.offer = offer
+        }
+    }
+
+    /// Records a decision: `decision` (`eligible`, `not_eligible`, `allowed`, `denied`) and the reason codes.
+    public func recordDecision(_ decision: String, offer: String, reasons: [IneligibilityReason]) {
+        record {
+            $0.offer = offer
+            $0.decision = decision
+            $0.reasons = reasons.map(\.code)
+            $0.reason = reasons.first?.code
+        }
+    }
+}

@@ -1,0 +1,88 @@
+/// One entry of the route table: method, path pattern and the handler, declared together so a route cannot be
+/// half-added. Routes are grouped by feature in `Routes/`, one file each.
+public struct Route: Sendable {
+    /// Which middleware a route goes through. `api` routes are rate limited; `operations` (health, metrics)
+    /// never are.
+    public enum Group: Sendable, Hashable {
+        case api
+        case operations
+    }
+
+    /// A handler's way to answer: `sync` returns the response on the worker thread; `async` answers through the
+    /// `Respond` callback later, from any thread, while its connection waits suspended (see `HTTPServer`).
+    public enum Handler: Sendable {
+        case sync(@Sendable (HTTPRequest, RequestContext) throws -> HTTPResponse)
+        case async(@Sendable (HTTPRequest, RequestContext, @escaping Respond) -> Void)
+    }
+
+    /// The outcome of an asynchronous handler.
+    public typealias Respond = @Sendable (Result<HTTPResponse, any Error>) -> Void
+
+    public let method: String
+    public let pattern: PathPattern
+    public let group: Group
+    public let handler: Handler
+
+    public init(_ method: String, _ pattern: String, group: Group = .api, handler: Handler) {
+        self.method = method
+        self.pattern = PathPattern(pattern)
+        self.group = group
+        self.handler = handler
+    }
+
+    /// A synchronous route.
+    public static func sync(
+        _ method: String, _ pattern: String, group: Group = .api,
+        _ handle: @escaping @Sendable (HTTPRequest, RequestContext) throws -> HTTPResponse
+    ) -> Route {
+        Route(method, pattern, group: group, handler: .sync(handle))
+    }
+
+    /// A route whose handler may finish later, from another thread.
+    public static func async(
+        _ method: String, _ pattern: String, group: Group = .api,
+        _ handle: @escaping @Sendable (HTTPRequest, RequestContext, @escaping Respond) -> Void
+    ) -> Route {
+        Route(method, pattern, group: group, handler: .async(handle))
+    }
+
+    /// Whether the route answers `method` (`GET` routes answer `HEAD` too).
+    func accepts(_ method: String) -> Bool { self.method == method || (self.method == "GET" && method == "HEAD") }
+}
+
+/// A path pattern with `{name}` parameters, like `/v1/apple/notifications/{bundleId}`. A parameter matches one
+/// non-empty segment.
+public struct PathPattern: Sendable, Hashable, CustomStringConvertible {
+    enum Segment: Sendable, Hashable {
+        case literal(String)
+        case parameter(String)
+    }
+
+    let segments: [Segment]
+    /// The pattern as written: the route's label in metrics and logs.
+    public let description: String
+
+    public init(_ pattern: String) {
+        description = pattern
+        segments = pattern.split(separator: "/", omittingEmptySubsequences: true).map { part in
+            part.hasPrefix("{") && part.hasSuffix("}")
+                ? .parameter(String(part.dropFirst().dropLast())) : .literal(String(part))
+        }
+    }
+
+    /// The parameters when `path` matches, else `nil`.
+    func match(_ path: String) -> [String: String]? {
+        let parts = path.split(separator: "/", omittingEmptySubsequences: false).dropFirst()
+        guard parts.count == segments.count else { return segments.isEmpty && path == "/" ? [:] : nil }
+        var parameters: [String: String] = [:]
+        for (segment, part) in zip(segments, parts) {
+            switch segment {
+            case .literal(let text): guard part == text else { return nil }
+            case .parameter(let name):
+                guard !part.isEmpty else { return nil }
+                parameters[name] = String(part)
+            }
+        }
+        return parameters
+    }
+}

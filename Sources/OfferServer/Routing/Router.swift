@@ -1,0 +1,104 @@
+import OfferAPI
+import OfferCore
+import OfferCrypto
+
+/// Finds a request's route, runs its group's middleware around the handler, and maps every outcome to an HTTP
+/// response in one place (`ErrorMapping`). Requests flow one way: `HTTPServer` → `Router.handle` → middleware
+/// `before` → the route's handler → `ErrorMapping` → middleware `after` → the `Responder`.
+public final class Router: Sendable {
+    let routes: [Route]
+    let middleware: [Route.Group: [any Middleware]]
+    /// Middleware for requests that match no route (404) or the wrong method (405).
+    let unmatchedMiddleware: [any Middleware]
+    /// The configuration a request starts with.
+    let snapshot: @Sendable () -> Snapshot
+    let clock: @Sendable () -> Int64
+    let log: Logger
+
+    /// `routes`: the table (no two with the same method and pattern). `middleware`: per group, in order.
+    public init(
+        routes: [Route], middleware: [Route.Group: [any Middleware]], unmatchedMiddleware: [any Middleware],
+        snapshot: @escaping @Sendable () -> Snapshot, clock: @escaping @Sendable () -> Int64, log: Logger
+    ) {
+        self.routes = routes
+        self.middleware = middleware
+        self.unmatchedMiddleware = unmatchedMiddleware
+        self.snapshot = snapshot
+        self.clock = clock
+        self.log = log
+    }
+
+    /// The HTTP server's handler.
+    @Sendable public func handle(_ request: HTTPRequest, _ responder: Responder) {
+        let started = MonotonicClock.nanoseconds()
+        let requestId = Self.requestId(request.headers["x-request-id"])
+        var matched: (Route, [String: String])?
+        var allowed: [String] = []
+        for route in routes {
+            guard let parameters = route.pattern.match(request.path) else { continue }
+            if route.accepts(request.method) {
+                matched = (route, parameters)
+                break
+            }
+            allowed.append(route.method == "GET" ? "GET, HEAD" : route.method)
+        }
+        let context = RequestContext(
+            requestId: requestId, route: matched?.0.pattern.description ?? (allowed.isEmpty ? "other" : request.path),
+            parameters: matched?.1 ?? [:], clientAddress: request.clientAddress, now: clock(), snapshot: snapshot(),
+            log: log.with("request_id", requestId), started: started)
+        guard let (route, _) = matched else {
+            let error: HTTPError =
+                allowed.isEmpty
+                ? .notFound(request.path) : .methodNotAllowed(request.method, allow: allowed.joined(separator: ", "))
+            finish(.failure(error), request, context, unmatchedMiddleware, responder)
+            return
+        }
+        let steps = middleware[route.group] ?? []
+        do {
+            for step in steps { try step.before(request, context) }
+        } catch {
+            finish(.failure(error), request, context, steps, responder)
+            return
+        }
+        switch route.handler {
+        case .sync(let handle):
+            let result: Result<HTTPResponse, any Error>
+            do {
+                result = .success(try handle(request, context))
+            } catch {
+                result = .failure(error)
+            }
+            finish(result, request, context, steps, responder)
+        case .async(let handle):
+            handle(request, context) { [self] result in finish(result, request, context, steps, responder) }
+        }
+    }
+
+    private func finish(
+        _ result: Result<HTTPResponse, any Error>, _ request: HTTPRequest, _ context: RequestContext,
+        _ steps: [any Middleware], _ responder: Responder
+    ) {
+        var response: HTTPResponse
+        switch result {
+        case .success(let ok): response = ok
+        case .failure(let error): response = ErrorMapping.response(for: error, context: context)
+        }
+        for step in steps.reversed() { step.after(request, context, &response) }
+        response.headers.append(HTTPHeader("X-Request-Id", context.requestId))
+        responder.send(response)
+    }
+
+    /// The client's request ID when it is a plain token (letters, digits, `-`, `_`, `.`, `:`; 1 to 128), so it
+    /// cannot break a log line or a header; otherwise a new random one.
+    static func requestId(_ offered: String?) -> String {
+        if let offered, (1...128).contains(offered.utf8.count),
+            offered.utf8.allSatisfy({
+                Identifiers.isAlphanumeric($0) || $0 == UInt8(ascii: "-") || $0 == UInt8(ascii: "_")
+                    || $0 == UInt8(ascii: ".") || $0 == UInt8(ascii: ":")
+            })
+        {
+            return offered
+        }
+        return Hex.encode(SecureRandom.bytes(12))
+    }
+}

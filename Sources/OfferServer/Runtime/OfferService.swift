@@ -1,0 +1,90 @@
+import OfferAPI
+import OfferCore
+import OfferCrypto
+import OfferStore
+import Synchronization
+
+/// The running service: the configuration in force (replaced whole by `reload`), the ledger, the clock, the
+/// nonce source, metrics and the log, and the router with every route. `handle` is the HTTP server's handler;
+/// tests call it in process.
+public final class OfferService: Sendable {
+    /// Wall clock in Unix milliseconds; tests pass a fixed one.
+    public typealias Clock = @Sendable () -> Int64
+    /// A fresh lowercase UUID v4 per signature; tests pass a fixed one.
+    public typealias NonceSource = @Sendable () -> String
+
+    private let current: SnapshotBox
+    /// Records issued signatures and enforces offer `limits`; `nil` when there is no storage.
+    public let ledger: (any Ledger)?
+    public let clock: Clock
+    public let nonce: NonceSource
+    public let metrics: Metrics
+    public let log: Logger
+    private let router: Router
+
+    public init(
+        snapshot: Snapshot, ledger: (any Ledger)?, rateLimit: Settings.RateLimit? = nil, clock: @escaping Clock,
+        nonce: @escaping NonceSource = SecureRandom.uuidV4, metrics: Metrics = Metrics(),
+        log: Logger = Logger(level: .info)
+    ) {
+        let current = SnapshotBox(snapshot)
+        self.current = current
+        self.ledger = ledger
+        self.clock = clock
+        self.nonce = nonce
+        self.metrics = metrics
+        self.log = log
+        metrics.set(.configuration, ["configuration": snapshot.configuration], to: 1)
+        var api: [any Middleware] = [AccessLogMiddleware(), MetricsMiddleware(metrics)]
+        if let rateLimit { api.append(RateLimitMiddleware(rateLimit)) }
+        let operations: [any Middleware] = [MetricsMiddleware(metrics)]
+        let routes =
+            SignatureRoutes(ledger: ledger, nonce: nonce, log: log).routes + EligibilityRoutes().routes
+            + HealthRoutes(ledger: ledger, metrics: metrics).routes
+        self.router = Router(
+            routes: routes, middleware: [.api: api, .operations: operations],
+            unmatchedMiddleware: [AccessLogMiddleware(), MetricsMiddleware(metrics)], snapshot: current.get,
+            clock: clock, log: log)
+    }
+
+    /// Builds the service's first snapshot: the catalog's keys and the trust's roots loaded.
+    public static func snapshot(
+        _ configuration: Configuration, catalog: Catalog, ledger: (any Ledger)?
+    ) throws(ConfigErrors) -> Snapshot {
+        let eligibility = EligibilityService(
+            catalog: catalog, verifier: try configuration.loadVerifier(),
+            environments: Set(configuration.settings.trust.environments), usage: ledger)
+        return Snapshot(eligibility: eligibility, configuration: configuration.hash)
+    }
+
+    /// The configuration requests are served from now.
+    public var snapshot: Snapshot { current.get() }
+
+    /// Serves later requests from `configuration` with `catalog`; requests in flight finish with the one they
+    /// started with. The ledger is kept: its records outlive configurations.
+    public func replace(_ configuration: Configuration, catalog: Catalog) throws(ConfigErrors) {
+        let next = try Self.snapshot(configuration, catalog: catalog, ledger: ledger)
+        current.set(next)
+        metrics.set(.configuration, ["configuration": next.configuration], to: 1)
+    }
+
+    /// Counts a reload's outcome (`ok` or `failed`).
+    public func recordReload(succeeded: Bool) {
+        metrics.increment(.reloads, ["result": succeeded ? "ok" : "failed"])
+    }
+
+    /// The HTTP server's handler.
+    @Sendable public func handle(_ request: HTTPRequest, _ responder: Responder) {
+        router.handle(request, responder)
+    }
+}
+
+/// The snapshot in force, shared by the service and its router.
+final class SnapshotBox: Sendable {
+    private let value: Mutex<Snapshot>
+
+    init(_ snapshot: Snapshot) { value = Mutex(snapshot) }
+
+    @Sendable func get() -> Snapshot { value.withLock { $0 } }
+    func set(_ snapshot: Snapshot) { value.withLock { $0 = snapshot } }
+}

@@ -1,0 +1,53 @@
+import OfferCore
+
+extension Configuration {
+    /// What does not stop the service but ops must see, at `now` (Unix ms): printed at start, on reload and by
+    /// `config check`.
+    public func warnings(at now: Int64) -> [String] {
+        var out: [String] = []
+        let trusted = Set(settings.trust.environments)
+        for app in apps {
+            if app.localTesting {
+                out.append(
+                    "\(app.path).localTesting: \(app.bundleId) accepts Xcode/LocalTesting signed data that anyone "
+                        + "can make; never turn this on in production")
+            }
+            let accepted = app.localTesting ? trusted.union(AppStoreEnvironment.local) : trusted
+            for offer in app.offers {
+                if let until = offer.activeWindow.until, now >= until {
+                    out.append(
+                        "\(offer.path).activeUntil: offer \(offer.id) ended at \(ISO8601.format(until)); "
+                            + "it is refused with offer_ended")
+                } else if let from = offer.activeWindow.from, now < from {
+                    out.append(
+                        "\(offer.path).activeFrom: offer \(offer.id) begins at \(ISO8601.format(from)); "
+                            + "until then it is refused with offer_not_yet_active")
+                }
+                for (path, environments) in offer.eligibility?.requiredEnvironments(path: "\(offer.path).eligibility")
+                    ?? []
+                where accepted.isDisjoint(with: environments.map(AppStoreEnvironment.init(rawValue:))) {
+                    out.append(
+                        "\(path): requires \(environments.joined(separator: " or ")) data, which this deployment "
+                            + "does not accept (trust.environments: "
+                            + settings.trust.environments.map(\.rawValue).joined(separator: ", ")
+                            + (app.localTesting ? ", plus Xcode and LocalTesting" : "")
+                            + "); offer \(offer.id) can never be given")
+                }
+                if offer.requiresVerifiedCustomer && settings.trust.rootCertificateFiles.isEmpty && !app.localTesting {
+                    out.append(
+                        "\(offer.path): offer \(offer.id) requires a verified customer but no root certificate is "
+                            + "trusted; it can never be given")
+                }
+            }
+        }
+        if !settings.trust.rootCertificateFiles.isEmpty && trusted.contains(.sandbox) {
+            out.append(
+                "$.trust.environments: Sandbox data is accepted; any sandbox or TestFlight tester can make it, so "
+                    + "keep Sandbox to staging deployments")
+        }
+        if settings.trust.rootCertificateFiles.isEmpty {
+            out.append("$.trust: no root certificates; only offers with requiresVerifiedCustomer false can be signed")
+        }
+        return out
+    }
+}

@@ -1,0 +1,107 @@
+import OfferAPI
+import OfferCore
+import OfferCrypto
+
+/// The configuration file: runtime `Settings` and the catalog's app definitions, read with one list of errors so
+/// `config check` reports every mistake at once. Relative paths inside resolve against the file's folder.
+public struct Configuration: Sendable {
+    /// The file it was read from.
+    public let path: String
+    public let settings: Settings
+    public let apps: [AppDefinition]
+    /// Which configuration this is: the first 12 hex digits of the SHA-256 of the file's bytes.
+    public let hash: String
+
+    /// Reads and validates the file at `path` (no key or certificate is loaded yet).
+    public static func read(path: String) throws(ConfigErrors) -> Configuration {
+        guard let bytes = FileBytes.read(path, limit: 4 << 20) else {
+            throw ConfigErrors([ConfigError(path: "$", "\(path): cannot read configuration file")])
+        }
+        let directory: String
+        if let slash = path.lastIndex(of: "/") {
+            directory = slash == path.startIndex ? "/" : String(path[..<slash])
+        } else {
+            directory = "."
+        }
+        return try parse(bytes, baseDirectory: directory, path: path)
+    }
+
+    /// Parses a configuration document. Relative paths resolve against `baseDirectory`.
+    public static func parse(
+        _ bytes: [UInt8], baseDirectory: String, path: String = "offer-signer.json"
+    ) throws(ConfigErrors) -> Configuration {
+        let document: JSONValue
+        do {
+            document = try JSONParser.parse(bytes)
+        } catch {
+            throw ConfigErrors([ConfigError(path: "$", "not valid JSON: \(error.description)")])
+        }
+        var errors: [ConfigError] = []
+        var root = ConfigReader(document, path: "$", errors: &errors)
+        let settings = Settings.parse(&root, baseDirectory: baseDirectory, errors: &errors)
+        var apps: [AppDefinition] = []
+        if let elements = document["apps"]?.arrayValue {
+            if elements.isEmpty { errors.append(ConfigError(path: "$.apps", "must not be empty")) }
+            apps = AppDefinition.parseAll(elements, baseDirectory: baseDirectory, errors: &errors)
+        } else if document["apps"] == nil {
+            errors.append(ConfigError(path: "$.apps", "is required"))
+        } else if let value = document["apps"] {
+            errors.append(ConfigError(path: "$.apps", "expected an array, found \(value.typeDescription)"))
+        }
+        root.finish(into: &errors)
+        if settings.storage == .none,
+            let limited = apps.lazy.compactMap({ app in app.offers.first { $0.limits != nil } }).first
+        {
+            errors.append(
+                ConfigError(
+                    path: "$.storage",
+                    "is required because \(limited.path) has limits: use \"sqlite:PATH\" (or \"memory\" for tests)"))
+        }
+        guard errors.isEmpty else { throw ConfigErrors(errors) }
+        return Configuration(path: path, settings: settings, apps: apps, hash: Hex.encode(SHA256.hash(bytes).prefix(6)))
+    }
+
+    /// Loads every app's keys.
+    public func loadCatalog() throws(ConfigErrors) -> Catalog { try Catalog.load(apps) }
+
+    /// Loads the trusted roots into a verifier of App Store signed data.
+    public func loadVerifier() throws(ConfigErrors) -> SignedDataVerifier {
+        var errors: [ConfigError] = []
+        var roots: [Certificate] = []
+        for (index, file) in settings.trust.rootCertificateFiles.enumerated() {
+            do {
+                roots.append(try Certificate(der: try Self.readCertificateFile(file)))
+            } catch let error as ConfigError {
+                errors.append(ConfigError(path: "$.trust.rootCertificates[\(index)]", error.message))
+            } catch {
+                errors.append(
+                    ConfigError(path: "$.trust.rootCertificates[\(index)]", "\(file): not a DER X.509 certificate"))
+            }
+        }
+        guard errors.isEmpty else { throw ConfigErrors(errors) }
+        return SignedDataVerifier(trustedRoots: roots)
+    }
+
+    /// Reads a certificate file: DER as is, or the first PEM `CERTIFICATE` block decoded.
+    static func readCertificateFile(_ path: String) throws -> [UInt8] {
+        guard let bytes = FileBytes.read(path) else { throw ConfigError(path: "", "\(path): cannot read file") }
+        let text = String(decoding: bytes, as: UTF8.self)
+        guard text.hasPrefix("-----BEGIN CERTIFICATE-----") else { return bytes }
+        let body = text.split(separator: "\n").filter { !$0.hasPrefix("-----") }.joined().filter { !$0.isWhitespace }
+        guard let der = Base64.decode(body) else {
+            throw ConfigError(path: "", "\(path): PEM certificate is not Base64")
+        }
+        return der
+    }
+}
+
+/// The catalog from the configuration file's `apps`: the source `reload` reads again on SIGHUP.
+public struct FileCatalogSource: CatalogSource {
+    public let path: String
+
+    public init(path: String) { self.path = path }
+
+    public var name: String { path }
+
+    public func load() throws(ConfigErrors) -> Catalog { try Configuration.read(path: path).loadCatalog() }
+}

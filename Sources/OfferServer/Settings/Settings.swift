@@ -1,0 +1,144 @@
+import OfferAPI
+import OfferCore
+import OfferStore
+
+/// The runtime settings of the configuration file: how this process listens, stores, trusts, limits and logs.
+/// The catalog of apps, keys and offers, in the same file under `apps`, is the domain's (`AppDefinition`,
+/// `Catalog`) and is read by a `CatalogSource`.
+public struct Settings: Sendable {
+    public struct Listen: Sendable, Equatable {
+        public var host = "127.0.0.1"
+        public var port = 8080
+        /// HTTP worker threads; 0 means one per core.
+        public var threads = 0
+        public var maxConnections = 1024
+        public var idleTimeoutSeconds = 30
+    }
+
+    public struct Trust: Sendable, Equatable {
+        /// DER (or PEM) root certificates trusted for App Store signed data; paths resolved.
+        public var rootCertificateFiles: [String] = []
+        /// Environments accepted in signed data: `Production`, `Sandbox`. Production only unless listed: any
+        /// sandbox or TestFlight tester can make real Apple-signed Sandbox data.
+        public var environments: [AppStoreEnvironment] = [.production]
+    }
+
+    /// Requests per client on the API routes; off when `nil`.
+    public struct RateLimit: Sendable, Equatable {
+        public var policy: RateLimiter.Policy
+        /// A header a trusted proxy sets to the client's address (`X-Forwarded-For`); its last entry is used,
+        /// the one the proxy itself appended. Without it the peer address counts.
+        public var clientAddressHeader: String?
+    }
+
+    public struct Logging: Sendable, Equatable {
+        public var level = Logger.Level.info
+        public var format = Logger.Format.logfmt
+    }
+
+    public var listen = Listen()
+    public var rateLimit: RateLimit?
+    /// Where the ledger of issued signatures lives; needed when an offer has `limits`.
+    public var storage = StorageLocation.none
+    public var trust = Trust()
+    public var logging = Logging()
+
+    public init() {}
+
+    /// Environments `trust.environments` may list; Xcode and LocalTesting are turned on per app.
+    public static let environmentNames = ["Production", "Sandbox"]
+
+    /// Reads the settings members of the configuration's root object (`reader` at `$`); `apps` belongs to the
+    /// catalog and is only marked as known here. Mistakes go to `errors`.
+    static func parse(_ reader: inout ConfigReader, baseDirectory: String, errors: inout [ConfigError]) -> Settings {
+        var settings = Settings()
+        if let listen = reader.value("listen") { settings.listen = parseListen(listen, errors: &errors) }
+        if let rateLimit = reader.value("rateLimit") { settings.rateLimit = parseRateLimit(rateLimit, errors: &errors) }
+        if let storage = reader.string("storage", required: false) {
+            do {
+                settings.storage = try StorageLocation.parse(storage, baseDirectory: baseDirectory)
+            } catch {
+                errors.append(error)
+            }
+        }
+        if let trust = reader.value("trust") {
+            settings.trust = parseTrust(trust, baseDirectory: baseDirectory, errors: &errors)
+        }
+        if let logging = reader.value("logging") { settings.logging = parseLogging(logging, errors: &errors) }
+        _ = reader.value("apps")
+        return settings
+    }
+
+    private static func parseListen(_ value: JSONValue, errors: inout [ConfigError]) -> Listen {
+        var reader = ConfigReader(value, path: "$.listen", errors: &errors)
+        var listen = Listen()
+        if let host = reader.string("host", required: false) { listen.host = host }
+        if let port = reader.int("port", range: 0...65535) { listen.port = port }
+        if let threads = reader.int("threads", range: 0...256) { listen.threads = threads }
+        if let limit = reader.int("maxConnections", range: 1...65536) { listen.maxConnections = limit }
+        if let timeout = reader.int("idleTimeoutSeconds", range: 1...3600) { listen.idleTimeoutSeconds = timeout }
+        reader.finish(into: &errors)
+        return listen
+    }
+
+    private static func parseRateLimit(_ value: JSONValue, errors: inout [ConfigError]) -> RateLimit? {
+        var reader = ConfigReader(value, path: "$.rateLimit", errors: &errors)
+        let perMinute = reader.int("requestsPerMinute", range: 1...1_000_000)
+        let burst = reader.int("burst", range: 1...1_000_000)
+        let header = reader.string("clientAddressHeader", required: false)
+        if let header, !header.utf8.allSatisfy({ $0 == UInt8(ascii: "-") || Identifiers.isAlphanumeric($0) }) {
+            errors.append(ConfigError(path: "$.rateLimit.clientAddressHeader", "expected a header name"))
+        }
+        if value.objectValue?["requestsPerMinute"] == nil {
+            errors.append(ConfigError(path: "$.rateLimit.requestsPerMinute", "is required"))
+        }
+        reader.finish(into: &errors)
+        guard let perMinute else { return nil }
+        return RateLimit(
+            policy: RateLimiter.Policy(requestsPerMinute: perMinute, burst: burst ?? perMinute),
+            clientAddressHeader: header)
+    }
+
+    private static func parseTrust(_ value: JSONValue, baseDirectory: String, errors: inout [ConfigError]) -> Trust {
+        var reader = ConfigReader(value, path: "$.trust", errors: &errors)
+        var trust = Trust()
+        if let roots = reader.strings("rootCertificates") {
+            trust.rootCertificateFiles = roots.map { Identifiers.resolve($0, against: baseDirectory) }
+        }
+        if let environments = reader.strings("environments", required: false) {
+            for (index, environment) in environments.enumerated() where !environmentNames.contains(environment) {
+                var message =
+                    "unknown environment \"\(environment)\" (allowed: Production, Sandbox; Xcode and LocalTesting "
+                    + "are turned on per app with \"localTesting\": true)"
+                if let near = Suggestion.closest(to: environment, in: environmentNames) {
+                    message += "; did you mean \"\(near)\"?"
+                }
+                errors.append(ConfigError(path: "$.trust.environments[\(index)]", message))
+            }
+            trust.environments = environments.map(AppStoreEnvironment.init(rawValue:))
+        }
+        reader.finish(into: &errors)
+        return trust
+    }
+
+    private static func parseLogging(_ value: JSONValue, errors: inout [ConfigError]) -> Logging {
+        var reader = ConfigReader(value, path: "$.logging", errors: &errors)
+        var logging = Logging()
+        if let label = reader.string("level", required: false) {
+            if let level = Logger.Level(label: label) {
+                logging.level = level
+            } else {
+                errors.append(ConfigError(path: "$.logging.level", "expected debug, info, warning or error"))
+            }
+        }
+        if let name = reader.string("format", required: false) {
+            if let format = Logger.Format(rawValue: name) {
+                logging.format = format
+            } else {
+                errors.append(ConfigError(path: "$.logging.format", "expected \"logfmt\" or \"json\""))
+            }
+        }
+        reader.finish(into: &errors)
+        return logging
+    }
+}
