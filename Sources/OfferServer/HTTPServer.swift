@@ -141,7 +141,7 @@ public final class HTTPServer: @unchecked Sendable {
             }
             return (fd, actualPort)
         }
-        let reason = lastErrno == EADDRINUSE ? "address already in use" : "errno \(lastErrno)"
+        let reason = lastErrno == 0 ? "no socket could be opened" : String(cString: strerror(lastErrno)).lowercased()
         throw ServerError("cannot listen on \(host):\(port) (\(reason))")
     }
 }

@@ -9,7 +9,12 @@ func makeDirectory(_ path: String) throws {
         guard (info.st_mode & S_IFMT) == S_IFDIR else { throw CommandError("\(path) exists and is not a directory") }
         return
     }
-    guard mkdir(path, 0o700) == 0 else { throw CommandError("cannot create directory \(path) (errno \(errno))") }
+    guard mkdir(path, 0o700) == 0 else { throw CommandError("cannot create directory \(path): \(systemError())") }
+}
+
+/// The system's words for an error number ("No such file or directory"), for messages: never a bare errno.
+func systemError(_ code: Int32 = errno) -> String {
+    String(cString: strerror(code))
 }
 
 /// All of standard input, at most 16 MiB.
