@@ -19,6 +19,14 @@ public protocol AppStoreSignedPayload: Sendable, Equatable {
     var bundleId: String? { get }
     /// `Production`, `Sandbox`, `Xcode` or `LocalTesting`.
     var environment: String? { get }
+    /// Apple's names of the fields this kind decodes, with their JSON types (learnt by decoding, so never out of
+    /// step with the decoder): for test kits that check a payload template's field names and dates.
+    static var fieldTypes: [String: PayloadFieldType] { get }
+}
+
+/// The JSON a payload field holds, as the decoder reads it.
+public enum PayloadFieldType: Sendable, Equatable {
+    case string, boolean, integer, date, strings
 }
 
 /// The payload of `Transaction.jwsRepresentation` (Apple's `JWSTransactionDecodedPayload`).
@@ -65,8 +73,13 @@ public struct JWSTransactionPayload: AppStoreSignedPayload {
     /// An empty payload; set the fields you need (tests, test kits).
     public init() {}
 
+    public static let fieldTypes = PayloadFields.recordedTypes { fields throws(PayloadError) in try Self(fields) }
+
     public init(json: JSONValue) throws(PayloadError) {
-        let fields = try PayloadFields(json, kind: "transaction")
+        try self.init(PayloadFields(json, kind: "transaction"))
+    }
+
+    private init(_ fields: PayloadFields) throws(PayloadError) {
         originalTransactionId = try fields.string("originalTransactionId")
         transactionId = try fields.string("transactionId")
         appTransactionId = try fields.string("appTransactionId")
@@ -130,8 +143,13 @@ public struct JWSRenewalInfoPayload: AppStoreSignedPayload {
 
     public init() {}
 
+    public static let fieldTypes = PayloadFields.recordedTypes { fields throws(PayloadError) in try Self(fields) }
+
     public init(json: JSONValue) throws(PayloadError) {
-        let fields = try PayloadFields(json, kind: "renewal info")
+        try self.init(PayloadFields(json, kind: "renewal info"))
+    }
+
+    private init(_ fields: PayloadFields) throws(PayloadError) {
         originalTransactionId = try fields.string("originalTransactionId")
         appTransactionId = try fields.string("appTransactionId")
         appAccountToken = try fields.string("appAccountToken")
@@ -180,8 +198,13 @@ public struct AppTransactionPayload: AppStoreSignedPayload {
 
     public init() {}
 
+    public static let fieldTypes = PayloadFields.recordedTypes { fields throws(PayloadError) in try Self(fields) }
+
     public init(json: JSONValue) throws(PayloadError) {
-        let fields = try PayloadFields(json, kind: "app transaction")
+        try self.init(PayloadFields(json, kind: "app transaction"))
+    }
+
+    private init(_ fields: PayloadFields) throws(PayloadError) {
         appTransactionId = try fields.string("appTransactionId")
         receiptType = try fields.string("receiptType")
         appAppleId = try fields.int64("appAppleId")
@@ -208,12 +231,32 @@ public struct AppTransactionPayload: AppStoreSignedPayload {
 /// Reads typed fields of a payload object. `null` counts as absent; any other wrong type is an error naming the field.
 private struct PayloadFields {
     let members: [String: JSONValue]
+    /// Collects the name and type of every field read, when `recordedTypes` decodes an empty object.
+    private let recorder: Recorder?
+
+    private final class Recorder {
+        var types: [String: PayloadFieldType] = [:]
+    }
 
     init(_ json: JSONValue, kind: String) throws(PayloadError) {
         guard case .object(let members) = json else {
             throw PayloadError("\(kind) payload: expected a JSON object, found \(json.typeDescription)")
         }
         self.members = members
+        self.recorder = nil
+    }
+
+    private init(recorder: Recorder) {
+        self.members = [:]
+        self.recorder = recorder
+    }
+
+    /// The fields `decode` reads, with their types: every field is absent, so each read returns `nil`.
+    static func recordedTypes(_ decode: (PayloadFields) throws(PayloadError) -> some Any) -> [String: PayloadFieldType]
+    {
+        let recorder = Recorder()
+        _ = try? decode(PayloadFields(recorder: recorder))
+        return recorder.types
     }
 
     private func present(_ name: String) -> JSONValue? {
@@ -228,18 +271,21 @@ private struct PayloadFields {
     }
 
     func string(_ name: String) throws(PayloadError) -> String? {
+        recorder?.types[name] = .string
         guard let value = present(name) else { return nil }
         guard case .string(let text) = value else { throw wrongType(name, "a string", value) }
         return text
     }
 
     func bool(_ name: String) throws(PayloadError) -> Bool? {
+        recorder?.types[name] = .boolean
         guard let value = present(name) else { return nil }
         guard case .bool(let flag) = value else { throw wrongType(name, "a boolean", value) }
         return flag
     }
 
     func int64(_ name: String) throws(PayloadError) -> Int64? {
+        recorder?.types[name] = .integer
         guard let value = present(name) else { return nil }
         guard let number = value.int64Value else {
             throw PayloadError("field \"\(name)\": expected an integer, found \(describe(value))")
@@ -250,6 +296,7 @@ private struct PayloadFields {
     /// A date in Unix milliseconds, from 1970 to the year 9999. Xcode writes fractional milliseconds
     /// (`1697679936056.485`); they are floored. The range keeps every later day computation far from overflow.
     func date(_ name: String) throws(PayloadError) -> Int64? {
+        recorder?.types[name] = .date
         guard let value = present(name) else { return nil }
         guard let number = PayloadDate.milliseconds(value) else {
             throw PayloadError(
@@ -267,6 +314,7 @@ private struct PayloadFields {
     }
 
     func strings(_ name: String) throws(PayloadError) -> [String]? {
+        recorder?.types[name] = .strings
         guard let value = present(name) else { return nil }
         guard case .array(let elements) = value else { throw wrongType(name, "an array of strings", value) }
         var out: [String] = []

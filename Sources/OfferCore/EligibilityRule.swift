@@ -173,7 +173,9 @@ public indirect enum EligibilityRule: Sendable, Equatable {
         case "rollout": return .rollout(try parseRollout(argument, path: at))
         default:
             var message = "unknown rule \"\(name)\""
-            if let suggestion = closestName(to: name) { message += "; did you mean \"\(suggestion)\"?" }
+            if let suggestion = NameSuggestion.closest(to: name, among: names) {
+                message += "; did you mean \"\(suggestion)\"?"
+            }
             message += " Known rules: \(names.joined(separator: ", "))"
             throw ConfigError(path: at, message)
         }
@@ -281,33 +283,6 @@ public indirect enum EligibilityRule: Sendable, Equatable {
 
     private static func quotedList(_ values: [String]) -> String {
         values.map { "\"\($0)\"" }.joined(separator: ", ")
-    }
-
-    /// The known name closest to `name` within two edits, ignoring case.
-    private static func closestName(to name: String) -> String? {
-        let target = Array(name.lowercased().utf8)
-        var best: (name: String, distance: Int)?
-        for candidate in names {
-            let distance = editDistance(target, Array(candidate.lowercased().utf8))
-            if distance <= 2 && distance < best?.distance ?? .max { best = (candidate, distance) }
-        }
-        return best?.name
-    }
-
-    private static func editDistance(_ a: [UInt8], _ b: [UInt8]) -> Int {
-        if a.isEmpty { return b.count }
-        if b.isEmpty { return a.count }
-        var previous = Array(0...b.count)
-        var current = [Int](repeating: 0, count: b.count + 1)
-        for i in 1...a.count {
-            current[0] = i
-            for j in 1...b.count {
-                let substitution = previous[j - 1] + (a[i - 1] == b[j - 1] ? 0 : 1)
-                current[j] = Swift.min(previous[j] + 1, current[j - 1] + 1, substitution)
-            }
-            swap(&previous, &current)
-        }
-        return previous[b.count]
     }
 }
 

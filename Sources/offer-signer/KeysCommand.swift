@@ -45,6 +45,7 @@ enum KeysCommand {
         } catch let error as CryptoError {
             throw CommandError("\(file): subscriptionOffersKeyPair.privateKey: \(error.message)")
         }
+        try makeDirectory(directory)
         let out =
             directory.hasSuffix("/")
             ? "\(directory)SubscriptionKey_\(keyId).p8" : "\(directory)/SubscriptionKey_\(keyId).p8"

@@ -63,6 +63,7 @@ enum ServeCommand {
         } catch {
             throw CommandError(error.description)
         }
+        var report = ReloadReport.publishStart(configPath: configPath, log: log)
         let shownHost = host.contains(":") ? "[\(host)]" : host
         Console.out("offer-signer listening on http://\(shownHost):\(server.port)")
         log.info(
@@ -73,18 +74,20 @@ enum ServeCommand {
         while true {
             sigwait(&signals, &received)
             guard received == SIGHUP else { break }
-            running = reload(configPath, into: service, running: running, log: log) ?? running
+            running = reload(configPath, into: service, running: running, log: log, report: &report) ?? running
         }
         log.info("received signal \(received); stopping after requests in flight")
         server.stop(graceSeconds: 10)
+        ReloadReport.remove(pid: getpid())
         log.info("stopped")
         return 0
     }
 
     /// SIGHUP: reads the configuration, keys and roots again and serves from them if all load; otherwise
     /// keeps serving the last good configuration and logs why. `listen` and `storage` need a restart.
+    /// The outcome goes to the reload report, for `offer-signer reload`.
     static func reload(
-        _ path: String, into service: OfferService, running: ServerConfig, log: Logger
+        _ path: String, into service: OfferService, running: ServerConfig, log: Logger, report: inout ReloadReport
     )
         -> ServerConfig?
     {
@@ -98,12 +101,16 @@ enum ServeCommand {
             for warning in config.warnings { log.warning(warning) }
             service.replaceCatalog(catalog)
             let keys = catalog.apps.values.reduce(0) { $0 + $1.keys.count }
-            log.info("reloaded \(path): \(catalog.apps.count) app(s) with \(keys) key(s)")
+            let summary = "reloaded \(path): \(catalog.apps.count) app(s) with \(keys) key(s)"
+            log.info(summary)
+            report.publishNext(.ok, summary, configPath: path, log: log)
             return config
         } catch let error as CommandError {
             log.error("reload failed; still serving the previous configuration: \(error.message)")
+            report.publishNext(.failed, error.message, configPath: path, log: log)
         } catch {
             log.error("reload failed; still serving the previous configuration")
+            report.publishNext(.failed, "the configuration did not load", configPath: path, log: log)
         }
         return nil
     }
