@@ -20,7 +20,7 @@ let package = Package(
         .target(name: "OfferAPI"),
         .target(name: "OfferCrypto", dependencies: ["COpenSSL"]),
         .target(name: "OfferCore", dependencies: ["OfferAPI", "OfferCrypto"]),
-        .target(name: "OfferStore", dependencies: ["OfferCore", "CSQLite"]),
+        .target(name: "OfferStore", dependencies: ["OfferCore", "OfferCrypto", "CSQLite"]),
         .target(
             name: "OfferServer", dependencies: ["OfferAPI", "OfferCore", "OfferCrypto", "OfferStore", "CMicroHTTPD"]),
         .target(name: "OfferTesting", dependencies: ["OfferAPI", "OfferCore", "OfferCrypto", "COpenSSL"]),

@@ -26,12 +26,12 @@ public enum PrivateKeyFile {
         let fd = open(path, O_RDONLY | O_CLOEXEC)
         guard fd >= 0 else {
             if errno == ENOENT { throw CryptoError(.keyFileMissing, "\(path): key file not found") }
-            throw CryptoError(.keyFileUnreadable, "\(path): cannot open key file (errno \(errno))")
+            throw CryptoError(.keyFileUnreadable, "\(path): cannot open key file: \(systemError())")
         }
         defer { close(fd) }
         var info = stat()
         guard fstat(fd, &info) == 0 else {
-            throw CryptoError(.keyFileUnreadable, "\(path): cannot stat key file (errno \(errno))")
+            throw CryptoError(.keyFileUnreadable, "\(path): cannot stat key file: \(systemError())")
         }
         guard (info.st_mode & S_IFMT) == S_IFREG else {
             throw CryptoError(.keyFileUnreadable, "\(path): key file is not a regular file")
@@ -49,7 +49,7 @@ public enum PrivateKeyFile {
         while filled < bytes.count {
             let count = bytes[filled...].withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
             guard count > 0 else {
-                throw CryptoError(.keyFileUnreadable, "\(path): cannot read key file (errno \(errno))")
+                throw CryptoError(.keyFileUnreadable, "\(path): cannot read key file: \(systemError())")
             }
             filled += count
         }
@@ -63,16 +63,16 @@ public enum PrivateKeyFile {
             if errno == EEXIST {
                 throw CryptoError(.keyFileUnreadable, "\(path): file exists; refusing to overwrite a key")
             }
-            throw CryptoError(.keyFileUnreadable, "\(path): cannot create key file (errno \(errno))")
+            throw CryptoError(.keyFileUnreadable, "\(path): cannot create key file: \(systemError())")
         }
         defer { close(fd) }
         fchmod(fd, 0o600)
         var written = 0
         while written < contents.count {
             let result = contents[written...].withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
-            guard result > 0 else { throw CryptoError(.keyFileUnreadable, "\(path): write failed (errno \(errno))") }
+            guard result > 0 else { throw CryptoError(.keyFileUnreadable, "\(path): write failed: \(systemError())") }
             written += result
         }
-        guard fsync(fd) == 0 else { throw CryptoError(.keyFileUnreadable, "\(path): fsync failed (errno \(errno))") }
+        guard fsync(fd) == 0 else { throw CryptoError(.keyFileUnreadable, "\(path): fsync failed: \(systemError())") }
     }
 }

@@ -1,4 +1,5 @@
 import OfferCore
+import OfferCrypto
 
 #if canImport(Glibc)
     import Glibc
@@ -32,10 +33,5 @@ enum LedgerFile {
         if mkdir(directory, 0o700) != 0 && errno != EEXIST {
             throw LedgerError("cannot create the ledger's folder \(directory): \(systemError(errno))")
         }
-    }
-
-    /// The system's words for an `errno` value (`Permission denied`), never a bare number.
-    static func systemError(_ code: Int32) -> String {
-        String(cString: strerror(code))
     }
 }

@@ -1,41 +1,53 @@
+import OfferCore
+
 /// Dispatches `offer-signer <command>` to its implementation and maps failures to exit statuses:
 /// 0 success, 1 failure, 2 usage mistake.
 enum CommandLineTool {
     static func run(_ arguments: ArraySlice<String>) -> Int32 {
         let words = Array(arguments.prefix(2))
         let first = words.first ?? "--help"
-        if let help = groupHelp[first], words.count == 1 || words[1].hasPrefix("-") {
-            // A command group without a subcommand, or with --help: show the group's usage.
-            let asked = words.count > 1 && (words[1] == "--help" || words[1] == "-h")
-            if asked { Console.out(help) } else { Console.err("offer-signer: \(first) needs a subcommand\n\n\(help)") }
-            return asked ? 0 : 2
+        if let group = groups[first] {
+            if words.count == 1 || words[1].hasPrefix("-") {
+                // A command group without a subcommand, or with --help: show the group's usage.
+                let asked = words.count > 1 && (words[1] == "--help" || words[1] == "-h")
+                if asked {
+                    Console.out(group.help)
+                } else {
+                    Console.err("offer-signer: \(first) needs a subcommand\n\n\(group.help)")
+                }
+                return asked ? 0 : 2
+            }
+            guard group.subcommands.contains(words[1]) else {
+                return unknown(words[1], of: first, among: group.subcommands, help: group.help)
+            }
         }
         do {
-            switch first {
-            case "--help", "-h", "help":
+            switch (first, words.count > 1 ? words[1] : "") {
+            case ("--help", _), ("-h", _), ("help", _):
                 Console.out(Help.main)
                 return 0
-            case "--version":
+            case ("--version", _):
                 Console.out(Help.version)
                 return 0
-            case "serve":
+            case ("serve", _):
                 return try command(arguments.dropFirst(), help: Help.serve, run: ServeCommand.run)
-            case "config" where words.count > 1 && words[1] == "check":
+            case ("reload", _):
+                return try command(arguments.dropFirst(), help: Help.reload, run: ReloadCommand.run)
+            case ("config", "check"):
                 return try command(arguments.dropFirst(2), help: Help.configCheck, run: ConfigCheckCommand.run)
-            case "keys" where words.count > 1 && words[1] == "generate":
+            case ("keys", "generate"):
                 return try command(arguments.dropFirst(2), help: Help.keysGenerate, run: KeysCommand.generate)
-            case "keys" where words.count > 1 && words[1] == "import-storekit":
+            case ("keys", "import-storekit"):
                 return try command(
                     arguments.dropFirst(2), help: Help.keysImportStoreKit, run: KeysCommand.importStoreKit)
-            case "sign" where words.count > 1:
-                return try command(arguments.dropFirst(2), help: Help.sign) { try SignCommand.run(words[1], $0) }
-            case "explain":
+            case ("sign", let kind):
+                return try command(arguments.dropFirst(2), help: Help.sign) { try SignCommand.run(kind, $0) }
+            case ("explain", _):
                 return try command(arguments.dropFirst(), help: Help.explain, run: ExplainCommand.run)
-            case "testkit" where words.count > 1:
-                return try command(arguments.dropFirst(2), help: Help.testkit) { try TestKitCommand.run(words[1], $0) }
+            case ("testkit", let kind):
+                return try command(arguments.dropFirst(2), help: Help.testkit) { try TestKitCommand.run(kind, $0) }
             default:
-                Console.err("offer-signer: unknown command '\(arguments.joined(separator: " "))'\n\n\(Help.main)")
-                return 2
+                return unknown(first, of: nil, among: commands, help: Help.main)
             }
         } catch let error as UsageError {
             Console.err("offer-signer: \(error.message)\nRun with --help for usage.")
@@ -49,10 +61,25 @@ enum CommandLineTool {
         }
     }
 
-    private static let groupHelp = [
-        "config": Help.configCheck, "keys": Help.keysGenerate + "\n" + Help.keysImportStoreKit, "sign": Help.sign,
-        "testkit": Help.testkit,
+    /// The words `offer-signer` takes first, and the subcommands of each group with the group's usage.
+    private static let commands = ["serve", "reload", "config", "keys", "sign", "explain", "testkit", "help"]
+    private static let groups: [String: (subcommands: [String], help: String)] = [
+        "config": (["check"], Help.configCheck),
+        "keys": (["generate", "import-storekit"], Help.keysGenerate + "\n" + Help.keysImportStoreKit),
+        "sign": (["promotional-offer", "introductory-offer-eligibility", "legacy"], Help.sign),
+        "testkit": (["ca", "sign"], Help.testkit),
     ]
+
+    /// A word that names no command (or no subcommand of `group`): says which, suggests the closest known one,
+    /// shows the usage; exit status 2.
+    private static func unknown(_ word: String, of group: String?, among known: [String], help: String) -> Int32 {
+        var message = group.map { "unknown subcommand \"\(word)\" of \($0)" } ?? "unknown command \"\(word)\""
+        if let suggestion = NameSuggestion.closest(to: word, among: known) {
+            message += "; did you mean \"\(suggestion)\"?"
+        }
+        Console.err("offer-signer: \(message)\n\n\(help)")
+        return 2
+    }
 
     private static func command(
         _ arguments: ArraySlice<String>, help: String, run: (ArraySlice<String>) throws -> Int32

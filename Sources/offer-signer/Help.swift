@@ -10,6 +10,7 @@ enum Help {
 
         Commands:
           serve                      run the HTTP service
+          reload                     make a running service reload its configuration; report whether it worked
           config check               validate a configuration file and print a summary
           keys generate              write a new P-256 key (PKCS#8 PEM, mode 0600)
           keys import-storekit       write the key of an Xcode .storekit file as a .p8 (mode 0600)
@@ -31,11 +32,28 @@ enum Help {
         gracefully: new connections are refused, requests in flight finish, exit status 0. SIGHUP reloads
         the configuration, keys and roots (for key rotation); if anything fails to load, the previous
         configuration keeps serving and the reason is logged. "listen" and "storage" need a restart.
+        `offer-signer reload --pid PID` sends SIGHUP and reports whether that reload worked.
 
           --config FILE      configuration file (JSON), required
           --host HOST        listen address, overrides the config
           --port PORT        listen port (0 picks a free port), overrides the config
           --log-level LEVEL  debug, info (default), warning or error
+        """
+
+    static let reload = """
+        Usage: offer-signer reload --pid PID [--timeout SECONDS]
+
+        Sends SIGHUP to the server with process ID PID, waits for the outcome of that reload and prints it:
+        exit status 0 when the new configuration, keys and roots are served, 1 with the reason when they
+        failed to load (the server keeps the previous configuration) or when no outcome came within the
+        timeout, 2 on a usage mistake. For systemd's ExecReload=, so that `systemctl reload` fails visibly.
+
+        The server writes the outcome of each load to offer-signer-PID.reload in $RUNTIME_DIRECTORY (set by
+        systemd's RuntimeDirectory=), else $XDG_RUNTIME_DIR, else /tmp: run this command with the same
+        environment as the server. A process without that file is not signalled.
+
+          --pid PID          the server's process ID (systemd: $MAINPID), required
+          --timeout SECONDS  how long to wait for the outcome (default 30)
         """
 
     static let configCheck = """
@@ -56,8 +74,8 @@ enum Help {
         Usage: offer-signer keys import-storekit FILE.storekit --out DIR
 
         Reads the "subscriptionOffersKeyPair" of an Xcode StoreKit configuration file and writes its private
-        key to DIR/SubscriptionKey_<KEYID>.p8 (mode 0600), then prints the key ID. Xcode accepts only
-        signatures made with this key when testing offers locally.
+        key to DIR/SubscriptionKey_<KEYID>.p8 (mode 0600; DIR is created with mode 0700 when missing), then
+        prints the key ID. Xcode accepts only signatures made with this key when testing offers locally.
         """
 
     static let sign = """
@@ -94,5 +112,9 @@ enum Help {
         `sign` signs a JSON payload (Apple's field names; signedDate is added when missing) as an Apple-like
         JWS with the test chain in x5c, and prints the JWS. --xcode signs with the self-signed xcode.cer instead,
         as Xcode's StoreKit testing does (accepted only by apps with "localTesting": true).
+        Date fields take Unix milliseconds, "now", a time from now ("-40d", "+2h", "-30m", "+10s": days, hours,
+        minutes, seconds) or an ISO 8601 date-time. Unknown field names for the kind (with the closest real
+        name), other text in a date field and values the service would reject are warned about on standard
+        error; the JWS is still printed, with such values as written.
         """
 }

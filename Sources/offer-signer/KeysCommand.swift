@@ -8,7 +8,7 @@ enum KeysCommand {
     static func generate(_ arguments: ArraySlice<String>) throws -> Int32 {
         let options = try Arguments(arguments, valued: ["key-id", "out"])
         let keyId = try options.required("key-id")
-        guard isSafeKeyId(keyId) else { throw UsageError("--key-id must be 1 to 64 letters or digits") }
+        guard Identifiers.isKeyId(keyId) else { throw UsageError("--key-id must be 1 to 64 letters or digits") }
         let out = try options.required("out")
         let key = try SigningKey.generate()
         try PrivateKeyFile.writeNew(path: out, contents: try key.pkcs8PEM())
@@ -33,7 +33,7 @@ enum KeysCommand {
                 "\(file): no \"subscriptionOffersKeyPair\"; in Xcode, open the file and generate the "
                     + "subscription offers key (Editor > Subscription Offers Key)")
         }
-        guard let keyId = pair["id"]?.stringValue, isSafeKeyId(keyId) else {
+        guard let keyId = pair["id"]?.stringValue, Identifiers.isKeyId(keyId) else {
             throw CommandError("\(file): subscriptionOffersKeyPair.id is missing or not letters and digits")
         }
         guard let encoded = pair["privateKey"]?.stringValue, let der = Base64.decode(encoded) else {
@@ -45,18 +45,12 @@ enum KeysCommand {
         } catch let error as CryptoError {
             throw CommandError("\(file): subscriptionOffersKeyPair.privateKey: \(error.message)")
         }
+        try makeDirectory(directory)
         let out =
             directory.hasSuffix("/")
             ? "\(directory)SubscriptionKey_\(keyId).p8" : "\(directory)/SubscriptionKey_\(keyId).p8"
         try PrivateKeyFile.writeNew(path: out, contents: try key.pkcs8PEM())
         Console.out("key ID: \(keyId)\nwrote \(out) (mode 0600)")
         return 0
-    }
-
-    static func isSafeKeyId(_ keyId: String) -> Bool {
-        (1...64).contains(keyId.utf8.count)
-            && keyId.utf8.allSatisfy {
-                ($0 >= 0x30 && $0 <= 0x39) || ($0 >= 0x41 && $0 <= 0x5A) || ($0 >= 0x61 && $0 <= 0x7A)
-            }
     }
 }

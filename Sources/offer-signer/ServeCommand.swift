@@ -70,6 +70,7 @@ enum ServeCommand {
         } catch {
             throw CommandError(error.description)
         }
+        var report = ReloadReport.publishStart(configPath: configPath, configuration: configuration.hash, log: log)
         let shownHost = host.contains(":") ? "[\(host)]" : host
         Console.out("offer-signer listening on http://\(shownHost):\(server.port)")
         log.info(
@@ -84,10 +85,11 @@ enum ServeCommand {
         while true {
             sigwait(&signals, &received)
             guard received == SIGHUP else { break }
-            running = reload(configPath, into: service, running: running, log: log) ?? running
+            running = reload(configPath, into: service, running: running, log: log, report: &report) ?? running
         }
         log.info("stopping after requests in flight", [("signal", String(received))])
         server.stop(graceSeconds: 10)
+        ReloadReport.remove(pid: getpid())
         log.info("stopped")
         return 0
     }
@@ -95,8 +97,9 @@ enum ServeCommand {
     /// SIGHUP: reads the configuration, keys and roots again and serves from them if all load; otherwise
     /// keeps serving the last good configuration and logs why. `listen`, `storage`, `rateLimit` and `logging`
     /// need a restart.
+    /// The outcome goes to the reload report, for `offer-signer reload`.
     static func reload(
-        _ path: String, into service: OfferService, running: Configuration, log: Logger
+        _ path: String, into service: OfferService, running: Configuration, log: Logger, report: inout ReloadReport
     ) -> Configuration? {
         do {
             let (configuration, catalog) = try loadConfiguration(path)
@@ -120,13 +123,18 @@ enum ServeCommand {
                     ("path", path), ("apps", String(catalog.apps.count)), ("keys", String(catalog.keyCount)),
                     ("configuration", configuration.hash),
                 ])
+            report.publishNext(
+                .ok, "reloaded \(path): \(catalog.apps.count) app(s) with \(catalog.keyCount) key(s)",
+                configuration: configuration.hash, log: log)
             return configuration
         } catch let error as CommandError {
             service.recordReload(succeeded: false)
             log.error("reload failed; still serving the previous configuration: \(error.message)")
+            report.publishNext(.failed, error.message, configuration: running.hash, log: log)
         } catch {
             service.recordReload(succeeded: false)
             log.error("reload failed; still serving the previous configuration")
+            report.publishNext(.failed, "the configuration did not load", configuration: running.hash, log: log)
         }
         return nil
     }

@@ -71,7 +71,7 @@ enum SignCommand {
     private static func signingKey(_ options: Arguments, issuerRequired: Bool) throws -> OfferSigningKey {
         guard options.positionals.isEmpty else { throw UsageError("unexpected argument \(options.positionals[0])") }
         let keyId = try options.required("key-id")
-        guard KeysCommand.isSafeKeyId(keyId) else { throw UsageError("--key-id must be 1 to 64 letters or digits") }
+        guard Identifiers.isKeyId(keyId) else { throw UsageError("--key-id must be 1 to 64 letters or digits") }
         let issuerId = issuerRequired ? try options.required("issuer-id") : ""
         if issuerRequired && !UUIDText.isValid(issuerId) { throw UsageError("--issuer-id must be a UUID") }
         do {

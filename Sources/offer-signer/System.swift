@@ -1,3 +1,5 @@
+import OfferCrypto
+
 #if canImport(Glibc)
     import Glibc
 #endif
@@ -9,7 +11,7 @@ func makeDirectory(_ path: String) throws {
         guard (info.st_mode & S_IFMT) == S_IFDIR else { throw CommandError("\(path) exists and is not a directory") }
         return
     }
-    guard mkdir(path, 0o700) == 0 else { throw CommandError("cannot create directory \(path) (errno \(errno))") }
+    guard mkdir(path, 0o700) == 0 else { throw CommandError("cannot create directory \(path): \(systemError())") }
 }
 
 /// All of standard input, at most 16 MiB.

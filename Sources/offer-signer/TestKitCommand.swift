@@ -43,28 +43,27 @@ enum TestKitCommand {
 
     private static func sign(_ arguments: ArraySlice<String>) throws -> Int32 {
         let options = try Arguments(arguments, valued: ["ca", "payload"], switches: ["xcode"])
-        guard options.positionals.count == 1,
-            let kind = ["transaction", "renewal-info", "app-transaction"].first(where: { $0 == options.positionals[0] })
-        else { throw UsageError("name what to sign: transaction, renewal-info or app-transaction") }
+        let kinds: [String: SignedDataKind] = [
+            "transaction": .transaction, "renewal-info": .renewalInfo, "app-transaction": .appTransaction,
+        ]
+        guard options.positionals.count == 1, let kind = kinds[options.positionals[0]] else {
+            throw UsageError("name what to sign: transaction, renewal-info or app-transaction")
+        }
         let directory = try options.required("ca")
         let payloadPath = try options.required("payload")
         let payloadBytes: [UInt8]?
         if payloadPath == "-" { payloadBytes = readStandardInput() } else { payloadBytes = FileBytes.read(payloadPath) }
         guard let payloadBytes else { throw CommandError("\(payloadPath): cannot read payload") }
-        var payload: JSONValue
+        let template: PayloadTemplate
         do {
-            payload = try JSONParser.parse(payloadBytes)
-        } catch {
+            template = try PayloadTemplate(
+                try JSONParser.parse(payloadBytes), kind: kind, now: SystemClock.nowMilliseconds())
+        } catch let error as JSONParser.Error {
             throw CommandError("\(payloadPath): payload is not valid JSON: \(error.description)")
+        } catch let error as PayloadTemplate.Error {
+            throw CommandError("\(payloadPath): \(error.message)")
         }
-        guard case .object(var fields) = payload else {
-            throw CommandError("\(payloadPath): payload must be an object")
-        }
-        if fields["signedDate"] == nil { fields["signedDate"] = .int(SystemClock.nowMilliseconds()) }
-        if kind == "app-transaction", fields["receiptType"] == nil, fields["environment"] != nil {
-            throw CommandError("an app transaction names its environment in \"receiptType\", not \"environment\"")
-        }
-        payload = .object(fields)
+        for warning in template.warnings { Console.err("offer-signer: warning: \(payloadPath): \(warning)") }
         let xcode = options.flags.contains("xcode")
         let certificates = try (xcode ? ["xcode.cer"] : ["leaf.cer", "intermediate.cer", "root.cer"]).map {
             (name: String) throws -> [UInt8] in
@@ -75,7 +74,7 @@ enum TestKitCommand {
             return der
         }
         let key = try PrivateKeyFile.load(path: "\(directory)/\(xcode ? "xcode.p8" : "leaf.p8")")
-        Console.out(try SignedDataFactory.sign(payload, certificates: certificates, key: key))
+        Console.out(try SignedDataFactory.sign(template.payload, certificates: certificates, key: key))
         return 0
     }
 

@@ -16,13 +16,14 @@ final class ServerProcess: @unchecked Sendable {
     let baseURL: URL
     private let errorPipe = Pipe()
 
-    /// Starts the binary on `configPath` and waits for its "listening on" line.
-    init(configPath: String) throws {
+    /// Starts the binary on `configPath` and waits for its "listening on" line; `environment` adds variables.
+    init(configPath: String, environment: [String: String] = [:]) throws {
         try #require(
             FileManager.default.isExecutableFile(atPath: Self.binary), "build the binary first: swift build")
         let output = Pipe()
         process.executableURL = URL(fileURLWithPath: Self.binary)
         process.arguments = ["serve", "--config", configPath, "--port", "0", "--log-level", "warning"]
+        process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
         process.standardOutput = output
         process.standardError = errorPipe
         try process.run()
@@ -82,16 +83,26 @@ struct ServerStartFailure: Error, CustomStringConvertible {
     var description: String { "server did not start: \(output)" }
 }
 
-/// Runs the binary once as a command and returns (status, stdout, stderr).
-func runBinary(_ arguments: [String]) throws -> (Int32, String, String) {
+/// Runs the binary once as a command and returns (status, stdout, stderr); `input` is its standard input and
+/// `environment` adds variables.
+func runBinary(
+    _ arguments: [String], input: String? = nil, environment: [String: String] = [:]
+) throws -> (Int32, String, String) {
     let process = Process()
     process.executableURL = URL(fileURLWithPath: ServerProcess.binary)
     process.arguments = arguments
+    process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
+    let stdin = Pipe()
+    if input != nil { process.standardInput = stdin }
     let out = Pipe()
     let err = Pipe()
     process.standardOutput = out
     process.standardError = err
     try process.run()
+    if let input {
+        stdin.fileHandleForWriting.write(Data(input.utf8))
+        try stdin.fileHandleForWriting.close()
+    }
     let outData = out.fileHandleForReading.readDataToEndOfFile()
     let errData = err.fileHandleForReading.readDataToEndOfFile()
     process.waitUntilExit()

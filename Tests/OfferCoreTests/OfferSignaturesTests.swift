@@ -34,20 +34,37 @@ struct OfferSignaturesTests {
         #expect(Base64.encodeURL(payload) == String(Self.appleJWS.split(separator: ".")[1]))
     }
 
-    @Test("one changed byte in header, payload or signature fails verification", arguments: [0, 40, 200])
-    func tamperedJWS(position: Int) throws {
+    enum Part: Int, CaseIterable, Sendable { case header, payload, signature }
+
+    @Test("one changed byte in header, payload or signature fails verification", arguments: Part.allCases)
+    func tamperedJWS(part: Part) throws {
         let publicKey = try testKey().publicKey
-        var bytes = Array(Self.appleJWS.utf8)
-        let original = bytes[position]
-        bytes[position] = original == UInt8(ascii: "A") ? UInt8(ascii: "B") : UInt8(ascii: "A")
-        let tampered = String(decoding: bytes, as: UTF8.self)
-        if let parts = try? CompactJWS.decode(tampered) {
-            #expect(!publicKey.isValidSignature(raw: parts.signature, for: parts.signingInput))
+        let original = try CompactJWS.decode(Self.appleJWS)
+        #expect(publicKey.isValidSignature(raw: original.signature, for: original.signingInput))
+        var segments = try Self.appleJWS.split(separator: ".").map { try #require(Base64.decodeURL(String($0))) }
+        var bytes = segments[part.rawValue]
+        let index: Int
+        switch part {
+        case .header, .payload:
+            // The first letter of the first string value, `{"alg":"ES256"` or `{"iss":"issuerId"`: changing its case
+            // keeps the part a JSON object, so the token still decodes and only the signature check can refuse it.
+            let opening = try #require(bytes.indices.first { bytes[$0...].starts(with: Array(#"":""#.utf8)) })
+            index = opening + 3
+        case .signature:
+            index = bytes.count / 2
         }
-        var signature = try CompactJWS.decode(Self.appleJWS).signature
-        signature[position % 64] ^= 0x01
-        let parts = try CompactJWS.decode(Self.appleJWS)
-        #expect(!publicKey.isValidSignature(raw: signature, for: parts.signingInput))
+        let letter = bytes[index] | 0x20
+        try #require(part == .signature || (letter >= UInt8(ascii: "a") && letter <= UInt8(ascii: "z")))
+        bytes[index] ^= part == .signature ? 0x01 : 0x20
+        segments[part.rawValue] = bytes
+        let tampered = segments.map { Base64.encodeURL($0) }.joined(separator: ".")
+
+        let parts = try #require(try? CompactJWS.decode(tampered), "the tampered token still decodes")
+        #expect((parts.header != original.header) == (part == .header))
+        #expect((parts.payload != original.payload) == (part == .payload))
+        #expect((parts.signature != original.signature) == (part == .signature))
+        #expect((parts.signingInput != original.signingInput) == (part != .signature), "the other parts are unchanged")
+        #expect(!publicKey.isValidSignature(raw: parts.signature, for: parts.signingInput))
     }
 
     @Test("the legacy payload is Apple's, with U+2063 separators and lowercase token and nonce")

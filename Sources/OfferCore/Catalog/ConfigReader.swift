@@ -103,7 +103,7 @@ public struct ConfigReader {
     public mutating func finish(into all: inout [ConfigError]) {
         for key in members.keys.sorted() where !known.contains(key) {
             var message = "unknown key"
-            if let suggestion = Suggestion.closest(to: key, in: known.sorted()) {
+            if let suggestion = NameSuggestion.closest(to: key, among: known.sorted()) {
                 message += "; did you mean \"\(suggestion)\"?"
             }
             errors.append(ConfigError(path: child(key), message))

@@ -10,7 +10,7 @@ extension Offer {
             type = Offer.Kind(rawValue: typeName)
             if type == nil {
                 var message = "unknown offer type \"\(typeName)\" (allowed: promotional, winBack, introductoryOffer)"
-                if let near = Suggestion.closest(to: typeName, in: Offer.Kind.allCases.map(\.rawValue)) {
+                if let near = NameSuggestion.closest(to: typeName, among: Offer.Kind.allCases.map(\.rawValue)) {
                     message += "; did you mean \"\(near)\"?"
                 }
                 errors.append(ConfigError(path: "\(path).type", message))

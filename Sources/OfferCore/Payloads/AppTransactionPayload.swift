@@ -24,8 +24,13 @@ public struct AppTransactionPayload: AppStoreSignedPayload {
     /// An empty payload; set the fields you need (tests, test kits).
     public init() {}
 
+    public static let fieldTypes = PayloadFields.recordedTypes { fields throws(PayloadError) in try Self(fields) }
+
     public init(json: JSONValue) throws(PayloadError) {
-        let fields = try PayloadFields(json, kind: "app transaction")
+        try self.init(PayloadFields(json, kind: "app transaction"))
+    }
+
+    private init(_ fields: PayloadFields) throws(PayloadError) {
         appTransactionId = try fields.string("appTransactionId")
         receiptType = try fields.value("receiptType")
         appAppleId = try fields.int64("appAppleId")

@@ -32,8 +32,13 @@ public struct JWSRenewalInfoPayload: AppStoreSignedPayload {
     /// An empty payload; set the fields you need (tests, test kits).
     public init() {}
 
+    public static let fieldTypes = PayloadFields.recordedTypes { fields throws(PayloadError) in try Self(fields) }
+
     public init(json: JSONValue) throws(PayloadError) {
-        let fields = try PayloadFields(json, kind: "renewal info")
+        try self.init(PayloadFields(json, kind: "renewal info"))
+    }
+
+    private init(_ fields: PayloadFields) throws(PayloadError) {
         originalTransactionId = try fields.string("originalTransactionId")
         appTransactionId = try fields.string("appTransactionId")
         appAccountToken = try fields.string("appAccountToken")

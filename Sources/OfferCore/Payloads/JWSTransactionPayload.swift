@@ -43,8 +43,13 @@ public struct JWSTransactionPayload: AppStoreSignedPayload {
     /// An empty payload; set the fields you need (tests, test kits).
     public init() {}
 
+    public static let fieldTypes = PayloadFields.recordedTypes { fields throws(PayloadError) in try Self(fields) }
+
     public init(json: JSONValue) throws(PayloadError) {
-        let fields = try PayloadFields(json, kind: "transaction")
+        try self.init(PayloadFields(json, kind: "transaction"))
+    }
+
+    private init(_ fields: PayloadFields) throws(PayloadError) {
         originalTransactionId = try fields.string("originalTransactionId")
         transactionId = try fields.string("transactionId")
         appTransactionId = try fields.string("appTransactionId")

@@ -21,4 +21,12 @@ public protocol AppStoreSignedPayload: Sendable, Equatable {
     var bundleId: String? { get }
     /// `Production`, `Sandbox`, `Xcode` or `LocalTesting`.
     var environment: AppStoreEnvironment? { get }
+    /// Apple's names of the fields this kind decodes, with their JSON types (learnt by decoding, so never out of
+    /// step with the decoder): for test kits that check a payload template's field names and dates.
+    static var fieldTypes: [String: PayloadFieldType] { get }
+}
+
+/// The JSON a payload field holds, as the decoder reads it.
+public enum PayloadFieldType: Sendable, Equatable {
+    case string, boolean, integer, date, strings
 }

@@ -3,12 +3,32 @@ import OfferAPI
 /// Reads typed fields of a payload object. `null` counts as absent; any other wrong type is an error naming the field.
 struct PayloadFields {
     let members: [String: JSONValue]
+    /// Collects the name and type of every field read, when `recordedTypes` decodes an empty object.
+    private let recorder: Recorder?
+
+    private final class Recorder {
+        var types: [String: PayloadFieldType] = [:]
+    }
 
     init(_ json: JSONValue, kind: String) throws(PayloadError) {
         guard case .object(let members) = json else {
             throw PayloadError("\(kind) payload: expected a JSON object, found \(json.typeDescription)")
         }
         self.members = members
+        self.recorder = nil
+    }
+
+    private init(recorder: Recorder) {
+        self.members = [:]
+        self.recorder = recorder
+    }
+
+    /// The fields `decode` reads, with their types: every field is absent, so each read returns `nil`.
+    static func recordedTypes(_ decode: (PayloadFields) throws(PayloadError) -> some Any) -> [String: PayloadFieldType]
+    {
+        let recorder = Recorder()
+        _ = try? decode(PayloadFields(recorder: recorder))
+        return recorder.types
     }
 
     private func present(_ name: String) -> JSONValue? {
@@ -23,18 +43,21 @@ struct PayloadFields {
     }
 
     func string(_ name: String) throws(PayloadError) -> String? {
+        recorder?.types[name] = .string
         guard let value = present(name) else { return nil }
         guard case .string(let text) = value else { throw wrongType(name, "a string", value) }
         return text
     }
 
     func bool(_ name: String) throws(PayloadError) -> Bool? {
+        recorder?.types[name] = .boolean
         guard let value = present(name) else { return nil }
         guard case .bool(let flag) = value else { throw wrongType(name, "a boolean", value) }
         return flag
     }
 
     func int64(_ name: String) throws(PayloadError) -> Int64? {
+        recorder?.types[name] = .integer
         guard let value = present(name) else { return nil }
         guard let number = value.int64Value else {
             throw PayloadError("field \"\(name)\": expected an integer, found \(describe(value))")
@@ -45,6 +68,7 @@ struct PayloadFields {
     /// A date in Unix milliseconds, from 1970 to the year 9999. Xcode writes fractional milliseconds
     /// (`1697679936056.485`); they are floored. The range keeps every later day computation far from overflow.
     func date(_ name: String) throws(PayloadError) -> Int64? {
+        recorder?.types[name] = .date
         guard let value = present(name) else { return nil }
         guard let number = PayloadDate.milliseconds(value) else {
             throw PayloadError(
@@ -72,6 +96,7 @@ struct PayloadFields {
     }
 
     func strings(_ name: String) throws(PayloadError) -> [String]? {
+        recorder?.types[name] = .strings
         guard let value = present(name) else { return nil }
         guard case .array(let elements) = value else { throw wrongType(name, "an array of strings", value) }
         var out: [String] = []

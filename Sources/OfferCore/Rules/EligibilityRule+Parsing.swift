@@ -184,5 +184,5 @@ extension EligibilityRule {
     }
 
     /// The known rule name closest to `name`, for "did you mean".
-    private static func closestName(to name: String) -> String? { Suggestion.closest(to: name, in: names) }
+    private static func closestName(to name: String) -> String? { NameSuggestion.closest(to: name, among: names) }
 }

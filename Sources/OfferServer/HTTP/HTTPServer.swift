@@ -1,4 +1,5 @@
 import CMicroHTTPD
+import OfferCrypto
 import Synchronization
 
 #if canImport(Glibc)
@@ -162,7 +163,7 @@ public final class HTTPServer: @unchecked Sendable {
             }
             return (fd, actualPort)
         }
-        let reason = lastErrno == EADDRINUSE ? "address already in use" : "errno \(lastErrno)"
+        let reason = lastErrno == 0 ? "no socket could be opened" : systemError(lastErrno).lowercased()
         throw ServerError("cannot listen on \(host):\(port) (\(reason))")
     }
 }

@@ -110,7 +110,7 @@ public struct Settings: Sendable {
                 var message =
                     "unknown environment \"\(environment)\" (allowed: Production, Sandbox; Xcode and LocalTesting "
                     + "are turned on per app with \"localTesting\": true)"
-                if let near = Suggestion.closest(to: environment, in: environmentNames) {
+                if let near = NameSuggestion.closest(to: environment, among: environmentNames) {
                     message += "; did you mean \"\(near)\"?"
                 }
                 errors.append(ConfigError(path: "$.trust.environments[\(index)]", message))

@@ -1,16 +1,21 @@
-/// "Did you mean" for names typed by people: rule names, configuration keys, commands.
-public enum Suggestion {
-    /// The candidate closest to `name` within two edits, ignoring case; `nil` when none is that close.
-    public static func closest(to name: String, in candidates: [String]) -> String? {
+/// "Did you mean" for names people type: rule names, commands, payload fields.
+public enum NameSuggestion {
+    /// The candidate closest to `name`, ignoring case, when it is at most two edits away and the edits change
+    /// under half of it (so "ca" is never offered for "xy"); `nil` when no candidate is that close.
+    public static func closest(to name: String, among candidates: some Sequence<String>) -> String? {
         let target = Array(name.lowercased().utf8)
         var best: (name: String, distance: Int)?
         for candidate in candidates {
-            let distance = editDistance(target, Array(candidate.lowercased().utf8))
-            if distance <= 2 && distance < best?.distance ?? .max { best = (candidate, distance) }
+            let letters = Array(candidate.lowercased().utf8)
+            let distance = editDistance(target, letters)
+            if distance <= min(2, letters.count / 2) && distance < best?.distance ?? .max {
+                best = (candidate, distance)
+            }
         }
         return best?.name
     }
 
+    /// Levenshtein distance over bytes.
     static func editDistance(_ a: [UInt8], _ b: [UInt8]) -> Int {
         if a.isEmpty { return b.count }
         if b.isEmpty { return a.count }

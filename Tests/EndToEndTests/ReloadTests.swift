@@ -1,0 +1,139 @@
+import Foundation
+import Testing
+
+/// `offer-signer reload --pid`, as systemd's `ExecReload=` runs it, without systemd: the server and the command
+/// share a runtime folder through `RUNTIME_DIRECTORY`, as systemd's `RuntimeDirectory=` would set it.
+@Suite("End to end: reload reports whether the configuration loaded")
+struct ReloadTests {
+    @Test("reload answers 0 when the configuration loads, 1 with the reason when it does not, 0 again once fixed")
+    func reloadOutcomes() throws {
+        let deployment = try Deployment()
+        defer { deployment.remove() }
+        let environment = ["RUNTIME_DIRECTORY": deployment.directory]
+        let server = try ServerProcess(configPath: deployment.configPath, environment: environment)
+        let pid = String(server.process.processIdentifier)
+        let reportPath = "\(deployment.directory)/offer-signer-\(pid).reload"
+        let atStart = try Self.report(reportPath)
+        #expect(atStart["generation"] as? Int == 0)
+        #expect(atStart["result"] as? String == "ok")
+        let mode = try FileManager.default.attributesOfItem(atPath: reportPath)[.posixPermissions] as? Int
+        #expect(mode == 0o600)
+
+        let (status, output, error) = try runBinary(["reload", "--pid", pid], environment: environment)
+        #expect(status == 0, "\(error)")
+        #expect(output.contains("reloaded \(deployment.configPath): 3 app(s)"), "\(output)")
+        #expect(output.contains("generation 1"), "\(output)")
+        let configuration = try #require(atStart["configuration"] as? String)
+        #expect(configuration.count == 12)
+        #expect(output.contains("configuration \(configuration)"), "\(output)")
+
+        let good = try Data(contentsOf: URL(fileURLWithPath: deployment.configPath))
+        try Data(#"{"apps": [{"bundleId": 1}], "colour": "red"}"#.utf8).write(
+            to: URL(fileURLWithPath: deployment.configPath))
+        let (brokenStatus, brokenOutput, brokenError) = try runBinary(
+            ["reload", "--pid", pid], environment: environment)
+        #expect(brokenStatus == 1)
+        #expect(brokenOutput.isEmpty)
+        #expect(brokenError.contains("reload failed (generation 2); still serving configuration \(configuration)"))
+        #expect(brokenError.contains("$.apps[0].bundleId: expected a non-empty string, found 1"), "\(brokenError)")
+        #expect(brokenError.contains("$.colour"), "\(brokenError)")
+
+        try good.write(to: URL(fileURLWithPath: deployment.configPath))
+        let (fixedStatus, fixedOutput, _) = try runBinary(["reload", "--pid", pid], environment: environment)
+        #expect(fixedStatus == 0)
+        #expect(fixedOutput.contains("generation 3"), "\(fixedOutput)")
+
+        #expect(server.stop() == 0)
+        #expect(!FileManager.default.fileExists(atPath: reportPath), "a clean stop removes the report")
+        let (goneStatus, _, goneError) = try runBinary(["reload", "--pid", pid], environment: environment)
+        #expect(goneStatus == 1)
+        #expect(goneError.contains("no process with ID \(pid)"), "\(goneError)")
+    }
+
+    @Test("a process without a reload report is not signalled and the command answers at once")
+    func processWithoutReport() throws {
+        let folder = try Self.temporaryFolder()
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        let sleeper = try Self.start("sleep 30")
+        defer { sleeper.terminate() }
+        let started = Date()
+        let (status, _, error) = try runBinary(
+            ["reload", "--pid", String(sleeper.processIdentifier)], environment: ["RUNTIME_DIRECTORY": folder])
+        #expect(status == 1)
+        #expect(error.contains("process \(sleeper.processIdentifier) has no reload report at \(folder)/"), "\(error)")
+        #expect(Date().timeIntervalSince(started) < 5)
+        // SIGHUP would have ended `sleep`.
+        #expect(sleeper.isRunning)
+    }
+
+    @Test("a process that never reports the reload times out with status 1")
+    func timeout() throws {
+        let folder = try Self.temporaryFolder()
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        // A shell that ignores SIGHUP, with a report as a server would have written it at start.
+        let stubborn = try Self.start("trap '' HUP; sleep 30")
+        defer { stubborn.terminate() }
+        let pid = stubborn.processIdentifier
+        let report = #"{"generation":0,"result":"ok","message":"loaded","configuration":"0123456789ab","at":1}"#
+        try Data(report.utf8).write(to: URL(fileURLWithPath: "\(folder)/offer-signer-\(pid).reload"))
+        let started = Date()
+        let (status, _, error) = try runBinary(
+            ["reload", "--pid", String(pid), "--timeout", "0.5"], environment: ["RUNTIME_DIRECTORY": folder])
+        #expect(status == 1)
+        #expect(error.contains("process \(pid) did not report the reload within 0.5 s"), "\(error)")
+        #expect(Date().timeIntervalSince(started) < 10)
+        #expect(stubborn.isRunning)
+    }
+
+    @Test("a report that is a symbolic link is refused, and the process is not signalled")
+    func linkedReport() throws {
+        let folder = try Self.temporaryFolder()
+        defer { try? FileManager.default.removeItem(atPath: folder) }
+        let sleeper = try Self.start("sleep 30")
+        defer { sleeper.terminate() }
+        let pid = sleeper.processIdentifier
+        let report = #"{"generation":0,"result":"ok","message":"loaded","configuration":"0123456789ab","at":1}"#
+        try Data(report.utf8).write(to: URL(fileURLWithPath: "\(folder)/elsewhere"))
+        try FileManager.default.createSymbolicLink(
+            atPath: "\(folder)/offer-signer-\(pid).reload", withDestinationPath: "\(folder)/elsewhere")
+        let (status, _, error) = try runBinary(
+            ["reload", "--pid", String(pid)], environment: ["RUNTIME_DIRECTORY": folder])
+        #expect(status == 1)
+        #expect(error.contains("cannot open \(folder)/offer-signer-\(pid).reload: Too many levels of symbolic links"))
+        #expect(sleeper.isRunning)
+    }
+
+    @Test(
+        "reload without --pid, with a bad --pid or a bad --timeout is a usage error",
+        arguments: [
+            ["reload"], ["reload", "--pid", "abc"], ["reload", "--pid", "0"],
+            ["reload", "--pid", "1", "--timeout", "-1"],
+            ["reload", "--pid", "1", "extra"],
+        ])
+    func usage(arguments: [String]) throws {
+        let (status, _, error) = try runBinary(arguments)
+        #expect(status == 2)
+        #expect(error.contains("--pid") || error.contains("--timeout") || error.contains("unexpected"), "\(error)")
+    }
+
+    static func report(_ path: String) throws -> [String: Any] {
+        let data = try Data(contentsOf: URL(fileURLWithPath: path))
+        return try #require(try JSONSerialization.jsonObject(with: data) as? [String: Any])
+    }
+
+    static func temporaryFolder() throws -> String {
+        let folder = NSTemporaryDirectory() + "offer-signer-reload-\(UUID().uuidString)"
+        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true)
+        return folder
+    }
+
+    /// Starts `/bin/sh -c script` and waits until the shell has run its first command.
+    static func start(_ script: String) throws -> Process {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/bin/sh")
+        process.arguments = ["-c", script]
+        try process.run()
+        Thread.sleep(forTimeInterval: 0.2)
+        return process
+    }
+}
