@@ -37,7 +37,9 @@ OPEN_OFFER = "bench_open"  # promotional, requiresVerifiedCustomer false, no rul
 RULE_OFFER = "bench_winback_rules"  # promotional, expired >= 30 days
 APP_TRANSACTION_ID = "7042895723110001"
 DAY_MS = 86_400_000
-EXPIRED_DAYS_AGO = 40
+# Past Apple's longest billing retry (60 days): the transaction alone proves the subscription expired, so the
+# verified path is measured through to a signature (a shorter lapse without renewal info is `unknown`: 403).
+EXPIRED_DAYS_AGO = 70
 OPENSSL_SECONDS = 3
 
 STARTUP_TIMEOUT = 20.0  # seconds to wait for the "listening" line
