@@ -26,18 +26,22 @@ enum Help {
 
     static let serve = """
         Usage: offer-signer serve --config FILE [--host HOST] [--port PORT] [--log-level LEVEL]
+            [--log-format FORMAT]
 
         Serves the HTTP API on HOST:PORT (default: the config's "listen", else 127.0.0.1:8080).
         Prints "offer-signer listening on http://HOST:PORT" once ready. SIGTERM or SIGINT stop it
         gracefully: new connections are refused, requests in flight finish, exit status 0. SIGHUP reloads
         the configuration, keys and roots (for key rotation); if anything fails to load, the previous
-        configuration keeps serving and the reason is logged. "listen" and "storage" need a restart.
-        `offer-signer reload --pid PID` sends SIGHUP and reports whether that reload worked.
+        configuration keeps serving and the reason is logged. "listen", "storage", "rateLimit" and
+        "logging" need a restart. `offer-signer reload --pid PID` sends SIGHUP and reports whether that
+        reload worked. Every API request is logged at info level in one line (request ID, route, status,
+        duration, app, offer, decision, reason code) to standard error.
 
-          --config FILE      configuration file (JSON), required
-          --host HOST        listen address, overrides the config
-          --port PORT        listen port (0 picks a free port), overrides the config
-          --log-level LEVEL  debug, info (default), warning or error
+          --config FILE        configuration file (JSON), required
+          --host HOST          listen address, overrides the config
+          --port PORT          listen port (0 picks a free port), overrides the config
+          --log-level LEVEL    debug, info, warning or error; overrides "logging.level" (default info)
+          --log-format FORMAT  logfmt or json; overrides "logging.format" (default logfmt)
         """
 
     static let reload = """
@@ -57,10 +61,13 @@ enum Help {
         """
 
     static let configCheck = """
-        Usage: offer-signer config check --config FILE
+        Usage: offer-signer config check --config FILE [--at ISO8601]
 
-        Validates the configuration strictly (unknown keys, types, rules, key files, trust roots) and prints
-        a summary: apps, keys by ID, offers. Every mistake is printed with its JSON path; exit status 1 if any.
+        Validates the configuration strictly (unknown keys with "did you mean", types, rules, key files,
+        trust roots), opens the storage as the service would (creating and migrating a SQLite ledger), and
+        prints a summary: settings, apps, keys by ID, and each offer with its window and rule. Warns about
+        offers whose window has ended or not begun (at --at, default now) and rules that can never pass
+        under the trust settings. Every mistake is printed with its JSON path; exit status 1 if any.
         """
 
     static let keysGenerate = """
@@ -92,14 +99,22 @@ enum Help {
         """
 
     static let explain = """
-        Usage: offer-signer explain --config FILE --offer ID [--bundle-id ID] [--signed-transaction FILE]
-            [--signed-renewal-info FILE] [--signed-app-transaction FILE] [--at ISO8601]
+        Usage:
+          offer-signer explain --config FILE --request FILE|- [--offer ID] [--at ISO8601]
+          offer-signer explain --config FILE --offer ID [--bundle-id ID] [--product-id ID]
+              [--signed-transaction FILE] [--signed-renewal-info FILE] [--signed-app-transaction FILE]
+              [--at ISO8601]
 
-        Verifies the signed data (files holding the JWS text) as the service would and prints the full
-        decision trace: each rule, the observed fact, the expected value, PASS or FAIL. --at evaluates at
-        another time (default now). --bundle-id is needed only when several apps offer the same offer ID.
-        Exit status 0 when eligible, 3 when not eligible, 1 on error (such as untrusted signed data),
-        2 on a usage mistake (such as an offer ID several apps share, without --bundle-id).
+        Decides a request exactly as the service would (the same code path, with the ledger of the
+        configured storage) and prints the full decision trace: each rule, the observed fact, the expected
+        value, PASS or FAIL, and what the client would be answered. --request takes the app's request body
+        as it is (a file, or - for standard input); the endpoint follows from it (an offerId of a
+        promotional or intro offer, a productId alone for intro eligibility, else the eligibility listing;
+        --offer picks a win-back offer of a listing). Without --request the request is built from the
+        options and the files holding the JWS text. The ledger line says whether the limits could be read.
+        --at evaluates at another time (default now). Exit status 0 when eligible (or a listing), 3 when not
+        eligible, 1 when the service would answer an error (such as untrusted signed data), 2 on a usage
+        mistake (such as an offer ID several apps share, without --bundle-id).
         """
 
     static let testkit = """

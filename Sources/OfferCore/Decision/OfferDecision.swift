@@ -89,7 +89,7 @@ public struct OfferDecision: Sendable {
         }
         return RuleTrace(
             rule: "subscriptionHistory", code: RuleTrace.passedCode, passed: true,
-            observed: "subscription \(facts.subscriptionStatus?.rawValue ?? "known")",
+            observed: "subscription \(facts.subscriptionStatus?.rawValue ?? "of unknown status")",
             expected: "a current or past subscription", path: path)
     }
 
