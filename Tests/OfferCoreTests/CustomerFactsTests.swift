@@ -49,6 +49,37 @@ private func appTransaction() -> AppTransactionPayload {
 
 @Suite("Customer facts: App Store payloads")
 struct CustomerFactsPayloadTests {
+    @Test("values of Apple's enumerations this build does not know are kept raw, and unknown fields are ignored")
+    func unknownValuesKept() throws {
+        let payload = try JWSTransactionPayload(
+            json: json(
+                #"""
+                {"transactionId": "1", "type": "Auto-Renewable Subscription Plus", "offerType": 9,
+                 "inAppOwnershipType": "BORROWED", "environment": "Staging", "transactionReason": "GIFT",
+                 "offerDiscountType": "SOMETHING_NEW", "revocationReason": 7, "brandNewField": {"nested": [1, 2]}}
+                """#))
+        #expect(payload.type?.rawValue == "Auto-Renewable Subscription Plus")
+        #expect(payload.isAutoRenewableSubscription == false)
+        #expect(payload.offerType == OfferType(rawValue: 9))
+        #expect(payload.offerType != .winBack)
+        #expect(payload.inAppOwnershipType?.rawValue == "BORROWED")
+        #expect(payload.environment?.rawValue == "Staging")
+        #expect(payload.transactionReason?.rawValue == "GIFT")
+        #expect(payload.offerDiscountType?.rawValue == "SOMETHING_NEW")
+        #expect(payload.revocationReason?.rawValue == 7)
+        let renewal = try JWSRenewalInfoPayload(
+            json: json(
+                #"{"originalTransactionId": "1", "autoRenewStatus": 2, "expirationIntent": 8, "priceIncreaseStatus": 5}"#
+            ))
+        #expect(renewal.autoRenewStatus?.rawValue == 2)
+        #expect(renewal.expirationIntent?.rawValue == 8)
+        #expect(renewal.priceIncreaseStatus?.rawValue == 5)
+        // Known values read as their names.
+        let known = try JWSTransactionPayload(json: json(#"{"offerType": 4, "inAppOwnershipType": "FAMILY_SHARED"}"#))
+        #expect(known.offerType == .winBack)
+        #expect(known.inAppOwnershipType == .familyShared)
+    }
+
     @Test("a transaction payload reads every field Apple documents, by Apple's names")
     func readsTransaction() throws {
         let payload = try JWSTransactionPayload(

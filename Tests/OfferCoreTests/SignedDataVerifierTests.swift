@@ -83,6 +83,41 @@ struct SignedDataVerifierTests {
         } throws: { ($0 as? SignedDataError)?.reason == .untrustedChain }
     }
 
+    /// A policy of another kind of signed data (as notifications will bring): the chain check is reused as is.
+    struct NotificationTypePolicy: SignedDataPolicy {
+        func check(_ data: VerifiedJWS) throws(SignedDataError) {
+            guard data.payload["notificationType"]?.stringValue == "SUBSCRIBED" else {
+                throw SignedDataError(.malformed, "not a SUBSCRIBED notification")
+            }
+        }
+    }
+
+    @Test("the chain check composes with another kind's own payload policy")
+    func customPolicy() throws {
+        let factory = try makeFactory()
+        let verifier = SignedDataVerifier(trustedRoots: [factory.root.certificate])
+        let notification: JSONValue = .object([
+            "notificationType": .string("SUBSCRIBED"), "signedDate": .int(Self.now),
+        ])
+        let verify = { (token: String) throws(SignedDataError) -> VerifiedJWS in
+            try verifier.verify(
+                token, signingDate: { $0["signedDate"] }, selfSignedEnvironment: { _ in nil }, allowSelfSigned: false,
+                policies: [NotificationTypePolicy()])
+        }
+        let verified = try verify(try factory.sign(notification))
+        #expect(verified.origin == .appStore)
+        #expect(verified.signedDate == Self.now)
+        #expect(throws: SignedDataError(.malformed, "not a SUBSCRIBED notification")) {
+            _ = try verify(
+                try factory.sign(.object(["notificationType": .string("EXPIRED"), "signedDate": .int(Self.now)])))
+        }
+        // The chain still decides first: the same payload under an unknown root is untrusted, whatever the policy.
+        let stranger = try makeFactory()
+        #expect {
+            _ = try verify(try stranger.sign(notification))
+        } throws: { ($0 as? SignedDataError)?.reason == .untrustedChain }
+    }
+
     @Test("verified chains are cached and the cache is bounded")
     func cache() throws {
         let factories = try (0..<3).map { _ in try makeFactory() }
