@@ -70,10 +70,21 @@ public struct PathPattern: Sendable, Hashable, CustomStringConvertible {
         }
     }
 
+    /// A request path cut into its segments once, for matching against every pattern.
+    struct Path {
+        let parts: ArraySlice<Substring>
+        let isRoot: Bool
+
+        init(_ path: String) {
+            parts = path.split(separator: "/", omittingEmptySubsequences: false).dropFirst()
+            isRoot = path == "/"
+        }
+    }
+
     /// The parameters when `path` matches, else `nil`.
-    func match(_ path: String) -> [String: String]? {
-        let parts = path.split(separator: "/", omittingEmptySubsequences: false).dropFirst()
-        guard parts.count == segments.count else { return segments.isEmpty && path == "/" ? [:] : nil }
+    func match(_ path: Path) -> [String: String]? {
+        let parts = path.parts
+        guard parts.count == segments.count else { return segments.isEmpty && path.isRoot ? [:] : nil }
         var parameters: [String: String] = [:]
         for (segment, part) in zip(segments, parts) {
             switch segment {

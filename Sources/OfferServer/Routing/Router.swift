@@ -34,8 +34,9 @@ public final class Router: Sendable {
         let requestId = Self.requestId(request.headers["x-request-id"])
         var matched: (Route, [String: String])?
         var allowed: [String] = []
+        let path = PathPattern.Path(request.path)
         for route in routes {
-            guard let parameters = route.pattern.match(request.path) else { continue }
+            guard let parameters = route.pattern.match(path) else { continue }
             if route.accepts(request.method) {
                 matched = (route, parameters)
                 break
