@@ -61,8 +61,12 @@ public struct Configuration: Sendable {
         return Configuration(path: path, settings: settings, apps: apps, hash: Hex.encode(SHA256.hash(bytes).prefix(6)))
     }
 
-    /// Loads every app's keys.
-    public func loadCatalog() throws(ConfigErrors) -> Catalog { try Catalog.load(apps) }
+    /// Where this configuration's catalog comes from: its own `apps`, today. A database source would take
+    /// its place here, with the settings still read from the file.
+    public var catalogSource: any CatalogSource { FileCatalogSource(path: path, apps: apps) }
+
+    /// Loads every app's keys, through `catalogSource`.
+    public func loadCatalog() throws(ConfigErrors) -> Catalog { try catalogSource.load() }
 
     /// Loads the trusted roots into a verifier of App Store signed data.
     public func loadVerifier() throws(ConfigErrors) -> SignedDataVerifier {
@@ -95,13 +99,13 @@ public struct Configuration: Sendable {
     }
 }
 
-/// The catalog from the configuration file's `apps`: the source `reload` reads again on SIGHUP.
+/// The catalog of the configuration file's `apps`, as read with the settings (so a reload sees one version
+/// of the file): loading it loads the keys the apps name.
 public struct FileCatalogSource: CatalogSource {
     public let path: String
-
-    public init(path: String) { self.path = path }
+    let apps: [AppDefinition]
 
     public var name: String { path }
 
-    public func load() throws(ConfigErrors) -> Catalog { try Configuration.read(path: path).loadCatalog() }
+    public func load() throws(ConfigErrors) -> Catalog { try Catalog.load(apps) }
 }
