@@ -510,6 +510,22 @@ def request_counts(port: int) -> dict[tuple[str, str], int]:
     return counts
 
 
+def settled_counts(port: int) -> dict:
+    """The counters once the previous run's last requests are counted: wrk stops with requests still in the
+    server, which finish (and are counted) after it exits. Two equal reads 50 ms apart (ignoring /metrics)."""
+    def without_metrics(counts: dict) -> dict:
+        return {key: n for key, n in counts.items() if key[0] != "/metrics"}
+
+    previous = without_metrics(request_counts(port))
+    for _ in range(100):
+        time.sleep(0.05)
+        current = without_metrics(request_counts(port))
+        if current == previous:
+            break
+        previous = current
+    return request_counts(port)
+
+
 # ---------------------------------------------------------------------------------------------
 # wrk
 
@@ -571,7 +587,7 @@ def run_wrk(args: argparse.Namespace, port: int, scenario: Scenario, directory: 
         argv += ["-s", str(script)]
     argv.append(f"http://{HOST}:{port}{scenario.path}")
 
-    before_counts = request_counts(port)
+    before_counts = settled_counts(port)
     cpu_before = server.cpu_seconds()
     threads_before = server.thread_cpu_seconds()
     wall_before = time.monotonic()
