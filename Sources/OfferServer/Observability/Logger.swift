@@ -4,9 +4,9 @@ import OfferAPI
     import Glibc
 #endif
 
-/// A structured logger writing one line per event to standard error (or to a given writer), as logfmt (`level=info msg="..." k=v`)
-/// or JSON. Callers pass it in and add metadata with `with(_:_:)` (a request's ID, its route); it never
-/// receives key material, tokens or signed data, only identifiers.
+/// A structured logger writing one line per event to standard error (or to a given writer), as logfmt
+/// (`level=info msg="..." k=v`) or JSON. Callers pass it in and add metadata with `with(_:_:)` (a request's ID,
+/// its route); it never receives key material, tokens or signed data, only identifiers.
 public struct Logger: Sendable {
     public enum Level: Int, Sendable, Comparable, CaseIterable {
         case debug, info, warning, error
