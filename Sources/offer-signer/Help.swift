@@ -57,10 +57,14 @@ enum Help {
         """
 
     static let configCheck = """
-        Usage: offer-signer config check --config FILE
+        Usage: offer-signer config check --config FILE [--at ISO8601]
 
-        Validates the configuration strictly (unknown keys, types, rules, key files, trust roots) and prints
-        a summary: apps, keys by ID, offers. Every mistake is printed with its JSON path; exit status 1 if any.
+        Validates the configuration strictly (unknown keys, with the closest known name; types, rules, key
+        files, trust roots), opens the storage as the service would (a new SQLite ledger is created), and
+        prints a summary: settings, apps, keys by ID, each offer with its window and rule. Then warnings:
+        offers whose window has ended or not begun at --at (default now), rules that cannot pass under
+        trust.environments, apps that accept Xcode data. Every mistake is printed with its JSON path; exit
+        status 1 if any.
         """
 
     static let keysGenerate = """
@@ -92,14 +96,22 @@ enum Help {
         """
 
     static let explain = """
-        Usage: offer-signer explain --config FILE --offer ID [--bundle-id ID] [--signed-transaction FILE]
-            [--signed-renewal-info FILE] [--signed-app-transaction FILE] [--at ISO8601]
+        Usage:
+          offer-signer explain --config FILE --request FILE|- [--offer ID] [--at ISO8601]
+          offer-signer explain --config FILE [--offer ID] [--bundle-id ID] [--product-id ID]
+              [--signed-transaction FILE] [--signed-renewal-info FILE] [--signed-app-transaction FILE]
+              [--at ISO8601]
 
-        Verifies the signed data (files holding the JWS text) as the service would and prints the full
-        decision trace: each rule, the observed fact, the expected value, PASS or FAIL. --at evaluates at
-        another time (default now). --bundle-id is needed only when several apps offer the same offer ID.
-        Exit status 0 when eligible, 3 when not eligible, 1 on error (such as untrusted signed data),
-        2 on a usage mistake (such as an offer ID several apps share, without --bundle-id).
+        Decides a request the way the service would and prints the full decision trace: each rule, the
+        observed fact, the expected value, PASS or FAIL, then the service's answer. --request takes the
+        body the app sends, as is (a file, or - for standard input); otherwise the request is made from the
+        options (signed data in files holding the JWS text). --offer names the offer; with --request, it
+        picks one win-back offer of an eligibility request. Limits are checked against the configured storage's ledger; the output says
+        whether it was read, does not exist yet, or cannot be read. --at evaluates at another time
+        (default now). --bundle-id is needed only when several apps offer the same offer ID.
+        Exit status 0 when eligible, 3 when not eligible, 1 when the service would answer an error (such as
+        untrusted signed data), 2 on a usage mistake (such as an offer ID several apps share, without
+        --bundle-id).
         """
 
     static let testkit = """
