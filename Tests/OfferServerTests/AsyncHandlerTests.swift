@@ -146,6 +146,32 @@ struct AsyncHandlerTests {
         #expect(throws: RawConnection.Failure.self) { try RawConnection(port: port).exchange("GET", "/after") }
     }
 
+    @Test("a handler still running when the stop gives up waiting, and returning without an answer, gets a 503")
+    func handlerReturnsDuringStop() async throws {
+        let started = Barrier<Bool>(Int.max)
+        let serverBox = Mutex<HTTPServer?>(nil)
+        let server = try Self.start { _, _ in
+            _ = started.arrive(true)
+            // Returns, unanswered, only once `stop` has stopped waiting for requests in flight.
+            for _ in 0..<(RawConnection.timeoutSeconds * 1000) {
+                if serverBox.withLock({ $0?.waiting.withLock { $0.closed } }) == true { break }
+                usleep(1_000)
+            }
+        }
+        serverBox.withLock { $0 = server }
+        defer { server.stop(graceSeconds: 0.05) }
+        let port = server.port
+        async let reply = onThreads(1) { _ in Result { try RawConnection(port: port).exchange("GET", "/late") } }
+        try await started.waitForArrivals(1)
+        _ = await onThreads(1) { _ in
+            server.stop(graceSeconds: 0.05)
+            return true
+        }
+        let response = try #require(await reply.first).get()
+        #expect(response.status == 503)
+        #expect(try Self.error(response) == ["code": "not_ready", "message": "the server is stopping"])
+    }
+
     /// The `error` object of a JSON error body.
     static func error(_ response: RawResponse) throws -> [String: String] {
         let object = try JSONSerialization.jsonObject(with: Data(response.body)) as? [String: Any]
