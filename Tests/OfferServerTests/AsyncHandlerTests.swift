@@ -207,11 +207,14 @@ struct AsyncHandlerTests {
         let server = try Self.start(router.handle)
         defer { server.stop(graceSeconds: 1) }
         let replies = await onThreads(count) { index in
-            Result { try RawConnection(port: server.port).exchange("GET", "/v1/later/\(index)") }
+            Result {
+                try RawConnection(port: server.port).exchange(
+                    "GET", "/v1/later/\(index)", headers: ["X-Request-Id: client-request-\(index)"])
+            }
         }
         for (index, reply) in replies.enumerated() {
             let response = try reply.get()
-            #expect(response.headers["x-request-id"]?.count == 24)
+            #expect(response.headers["x-request-id"] == "client-request-\(index)")
             switch index % 3 {
             case 0:
                 #expect(response.status == 200)
@@ -233,6 +236,9 @@ struct AsyncHandlerTests {
         let lines = fixture.log.accessLines
         #expect(lines.count == count)
         #expect(lines.allSatisfy { $0.contains("route=/v1/later/{n}") })
+        for index in 0..<count {
+            #expect(lines.filter { $0.contains("request_id=client-request-\(index) ") }.count == 1)
+        }
         #expect(fixture.log.all.filter { $0.contains("type=LeakyFailure") }.count == count / 3)
     }
 
@@ -372,8 +378,9 @@ final class RawConnection {
     deinit { close(fd) }
 
     /// Sends one request and reads its response.
-    func exchange(_ method: String, _ path: String, body: String = "") throws -> RawResponse {
+    func exchange(_ method: String, _ path: String, body: String = "", headers: [String] = []) throws -> RawResponse {
         var request = "\(method) \(path) HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+        for header in headers { request += header + "\r\n" }
         if !body.isEmpty || method == "POST" {
             request += "Content-Type: application/json\r\nContent-Length: \(body.utf8.count)\r\n"
         }
