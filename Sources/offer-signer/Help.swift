@@ -67,7 +67,8 @@ enum Help {
         trust roots), opens the storage as the service would (creating and migrating a SQLite ledger), and
         prints a summary: settings, apps, keys by ID, and each offer with its window and rule. Warns about
         offers whose window has ended or not begun (at --at, default now) and rules that can never pass
-        under the trust settings. Every mistake is printed with its JSON path; exit status 1 if any.
+        under the trust settings, and about apps that accept Xcode data. Every mistake is printed with its
+        JSON path; exit status 1 if any.
         """
 
     static let keysGenerate = """
@@ -101,7 +102,7 @@ enum Help {
     static let explain = """
         Usage:
           offer-signer explain --config FILE --request FILE|- [--offer ID] [--at ISO8601]
-          offer-signer explain --config FILE --offer ID [--bundle-id ID] [--product-id ID]
+          offer-signer explain --config FILE [--offer ID] [--bundle-id ID] [--product-id ID]
               [--signed-transaction FILE] [--signed-renewal-info FILE] [--signed-app-transaction FILE]
               [--at ISO8601]
 

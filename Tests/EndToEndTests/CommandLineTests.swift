@@ -146,4 +146,121 @@ struct CommandLineTests {
         #expect(server.stop() == 0)
         #expect(server.errorOutput().contains("localTesting"))
     }
+
+    // MARK: - config check (issue 6, item 6)
+
+    /// Writes a configuration beside `deployment`'s key and test CA, with one app offering `offers`; returns its
+    /// path.
+    static func writeConfiguration(
+        _ deployment: Deployment, storage: String = "sqlite:ledger/offer-signer.sqlite",
+        environments: [String] = ["Production"], offers: [[String: Any]]
+    ) throws -> String {
+        let config: [String: Any] = [
+            "storage": storage, "trust": ["rootCertificates": ["ca/root.cer"], "environments": environments],
+            "apps": [
+                [
+                    "bundleId": Deployment.bundleId, "issuerId": Deployment.issuerId,
+                    "keys": [["keyId": "E2EKEY0001", "privateKeyFile": "SubscriptionKey_E2EKEY0001.p8"]],
+                    "offers": offers,
+                ]
+            ],
+        ]
+        let path = deployment.directory + "/check-\(UUID().uuidString).json"
+        try JSONSerialization.data(withJSONObject: config).write(to: URL(fileURLWithPath: path))
+        return path
+    }
+
+    static var plainOffer: [String: Any] { ["id": "plain", "type": "promotional", "productIds": ["p1"]] }
+
+    @Test("config check opens the storage: created 0600 when new, and a path that cannot be made fails in words")
+    func configCheckOpensStorage() throws {
+        let deployment = try Deployment()
+        defer { deployment.remove() }
+        let good = try Self.writeConfiguration(
+            deployment, storage: "sqlite:fresh/ledger.sqlite", offers: [Self.plainOffer])
+        let (status, output, error) = try runBinary(["config", "check", "--config", good])
+        #expect(status == 0, "\(error)")
+        let ledger = deployment.directory + "/fresh/ledger.sqlite"
+        #expect(output.contains("\nstorage: sqlite:\(ledger) (opened)\n"), "\(output)")
+        #expect(try FileManager.default.attributesOfItem(atPath: ledger)[.posixPermissions] as? Int == 0o600)
+
+        // A folder that is a file: no user, root included, can create the ledger there.
+        let inFile = try Self.writeConfiguration(
+            deployment, storage: "sqlite:offer-signer.json/ledger.sqlite", offers: [Self.plainOffer])
+        let (badStatus, badOutput, badError) = try runBinary(["config", "check", "--config", inFile])
+        #expect(badStatus == 1)
+        #expect(badOutput.isEmpty)
+        let place = deployment.directory + "/offer-signer.json/ledger.sqlite"
+        #expect(
+            badError
+                == "offer-signer: storage sqlite:\(place): cannot create the ledger file \(place): Not a directory\n",
+            "\(badError)")
+    }
+
+    @Test("config check prints each offer's window and rule, and warns about windows ended or not begun at --at")
+    func configCheckWindows() throws {
+        let deployment = try Deployment()
+        defer { deployment.remove() }
+        let path = try Self.writeConfiguration(
+            deployment,
+            offers: [
+                [
+                    "id": "spring", "type": "promotional", "productIds": ["p1", "p2"],
+                    "activeFrom": "2026-03-01T00:00:00Z", "activeUntil": "2026-04-01T00:00:00Z",
+                    "eligibility": ["subscriptionStatus": ["expired"]],
+                ],
+                ["id": "summer", "type": "promotional", "productIds": ["p1"], "activeFrom": "2026-06-01T00:00:00Z"],
+                Self.plainOffer,
+            ])
+        let (status, output, error) = try runBinary(
+            ["config", "check", "--config", path, "--at", "2026-05-01T00:00:00Z"])
+        #expect(status == 0, "\(error)")
+        let expected = """
+              offer spring: promotional for p1, p2
+                window: from 2026-03-01T00:00:00Z until 2026-04-01T00:00:00Z (ended)
+                rule: {"subscriptionStatus":["expired"]}
+              offer summer: promotional for p1
+                window: from 2026-06-01T00:00:00Z (not begun)
+                rule: none beyond the built-in ones
+              offer plain: promotional for p1
+                window: always
+                rule: none beyond the built-in ones
+            WARNING $.apps[0].offers[0].activeUntil: offer spring ended at 2026-04-01T00:00:00Z; it is refused with offer_ended
+            WARNING $.apps[0].offers[1].activeFrom: offer summer begins at 2026-06-01T00:00:00Z; until then it is refused with offer_not_yet_active
+
+            """
+        #expect(output.hasSuffix(expected), "\(output)")
+
+        let (liveStatus, live, _) = try runBinary(["config", "check", "--config", path, "--at", "2026-03-15T12:00:00Z"])
+        #expect(liveStatus == 0)
+        #expect(live.contains("window: from 2026-03-01T00:00:00Z until 2026-04-01T00:00:00Z (live)"), "\(live)")
+        #expect(!live.contains("offer spring ended") && live.contains("offer summer begins"), "\(live)")
+
+        let (usageStatus, _, usage) = try runBinary(["config", "check", "--config", path, "--at", "May 1st"])
+        #expect(usageStatus == 2)
+        #expect(usage.hasPrefix("offer-signer: --at must be an ISO 8601 date-time"), "\(usage)")
+    }
+
+    @Test(
+        "config check warns about a rule the trust settings make impossible, and only then",
+        arguments: [
+            (["Production"], #"{"environments": ["Sandbox"]}"#, true),
+            (["Production", "Sandbox"], #"{"environments": ["Sandbox"]}"#, false),
+            (["Production"], #"{"any": [{"environments": ["Sandbox"]}, {"storefronts": ["USA"]}]}"#, false),
+        ])
+    func configCheckImpossibleRule(environments: [String], rule: String, warned: Bool) throws {
+        let deployment = try Deployment()
+        defer { deployment.remove() }
+        let eligibility = try JSONSerialization.jsonObject(with: Data(rule.utf8))
+        let path = try Self.writeConfiguration(
+            deployment, environments: environments,
+            offers: [["id": "gated", "type": "promotional", "productIds": ["p1"], "eligibility": eligibility]])
+        let (status, output, error) = try runBinary(["config", "check", "--config", path])
+        #expect(status == 0, "\(error)")
+        let warning =
+            "WARNING $.apps[0].offers[0].eligibility: requires Sandbox data, which this deployment does not accept "
+            + "(trust.environments: Production); offer gated can never be given"
+        #expect(output.contains(warning) == warned, "\(output)")
+        #expect(output.contains("can never be given") == warned, "\(output)")
+    }
 }

@@ -225,4 +225,141 @@ struct ConfigurationTests {
             (error as? ConfigErrors)?.errors.contains { $0.path == "$.trust.rootCertificates[0]" } ?? false
         }
     }
+
+    // MARK: - Issue 6, item 6: "did you mean", positions, warnings
+
+    /// A configuration with one app whose only offer is `offer` (members of the offer object), plus `extra` root
+    /// members.
+    static func document(offer: String = "", app: String = "", extra: String = "") -> String {
+        """
+        {\(extra)"apps": [{"bundleId": "b", "issuerId": "57246542-96fe-1a63-e053-0824d011072a",\(app)
+          "keys": [{"keyId": "K", "privateKeyFile": "k"}],
+          "offers": [{"id": "o", "type": "promotional", "productIds": ["p"]\(offer)}]}]}
+        """
+    }
+
+    @Test(
+        "a misspelt key anywhere is named with the closest known one",
+        arguments: [
+            (document(extra: #""listen": {"prot": 8080}, "#), "$.listen.prot", "port"),
+            (document(offer: #", "activeFrm": "2026-01-01T00:00:00Z""#), "$.apps[0].offers[0].activeFrm", "activeFrom"),
+            (document(extra: #""storag": "memory", "#), "$.storag", "storage"),
+            (
+                document(extra: #""trust": {"rootCertificates": ["r"], "enviroments": []}, "#), "$.trust.enviroments",
+                "environments"
+            ),
+            (document(extra: #""logging": {"levl": "info"}, "#), "$.logging.levl", "level"),
+            (document(extra: #""rateLimit": {"requestsPerMinute": 5, "burts": 5}, "#), "$.rateLimit.burts", "burst"),
+            (document(app: #" "activeKeyID": "K","#), "$.apps[0].activeKeyID", "activeKeyId"),
+            (
+                document(offer: #", "requiresVerifiedCustomers": false"#),
+                "$.apps[0].offers[0].requiresVerifiedCustomers",
+                "requiresVerifiedCustomer"
+            ),
+            (
+                document(offer: #", "limits": {"totl": 5}"#, extra: #""storage": "memory", "#),
+                "$.apps[0].offers[0].limits.totl",
+                "total"
+            ),
+            (
+                document(offer: #", "eligibility": {"daysSinceExpiry": {"maxx": 30}}"#),
+                "$.apps[0].offers[0].eligibility.daysSinceExpiry.maxx", "max"
+            ),
+            (
+                document(offer: #", "eligibility": {"rollout": {"percent": 5, "salts": "x"}}"#),
+                "$.apps[0].offers[0].eligibility.rollout.salts", "salt"
+            ),
+            (
+                document(offer: #", "eligibility": {"any": [{"storefrnts": ["USA"]}]}"#),
+                "$.apps[0].offers[0].eligibility.any[0].storefrnts", "storefronts"
+            ),
+        ])
+    func didYouMean(text: String, path: String, suggestion: String) {
+        #expect {
+            _ = try parse(text)
+        } throws: { error in
+            let errors = (error as? ConfigErrors)?.errors ?? []
+            return errors.contains { $0.path == path && $0.message.contains("did you mean \"\(suggestion)\"?") }
+        }
+    }
+
+    @Test("a key close to none is unknown, with no guess")
+    func noGuess() throws {
+        let errors = try #require(
+            throws: ConfigErrors.self, performing: { try parse(Self.document(extra: #""listen": {"colour": 1}, "#)) })
+        #expect(errors.errors == [ConfigError(path: "$.listen.colour", "unknown key")])
+    }
+
+    @Test("a JSON syntax error is reported with its line and column")
+    func syntaxErrorPosition() throws {
+        let text = """
+            {
+              "listen": {"port": 8080},
+              "apps": [{"bundleId": "b",, "issuerId": "x"}]
+            }
+            """
+        let errors = try #require(throws: ConfigErrors.self, performing: { try parse(text) })
+        #expect(
+            errors.errors == [ConfigError(path: "$", "not valid JSON: expected a member name at line 3, column 29")])
+        #expect(errors.description == "$: not valid JSON: expected a member name at line 3, column 29")
+    }
+
+    /// 2026-06-01T00:00:00Z.
+    static let june2026: Int64 = 1_780_272_000_000
+
+    @Test(
+        "warnings name an offer whose window has ended or not begun, at the time asked",
+        arguments: [
+            (june2026, nil),
+            (june2026 - 1, "$.apps[0].offers[0].activeFrom: offer o begins at 2026-06-01T00:00:00Z"),
+            (
+                june2026 + 30 * 86_400_000,
+                "$.apps[0].offers[0].activeUntil: offer o ended at 2026-07-01T00:00:00Z; it is refused with offer_ended"
+            ),
+        ] as [(Int64, String?)])
+    func windowWarnings(at now: Int64, expected: String?) throws {
+        let config = try parse(
+            Self.document(
+                offer: #", "activeFrom": "2026-06-01T00:00:00Z", "activeUntil": "2026-07-01T00:00:00Z""#,
+                extra: #""trust": {"rootCertificates": ["r.cer"]}, "#))
+        let warnings = config.warnings(at: now).filter { $0.contains("activeFrom") || $0.contains("activeUntil") }
+        if let expected {
+            #expect(warnings.count == 1)
+            #expect(warnings.first?.hasPrefix(expected) == true, "\(warnings)")
+        } else {
+            #expect(warnings.isEmpty, "\(warnings)")
+        }
+    }
+
+    @Test(
+        "a rule requiring data the trust settings refuse is a warning; trusting it, or an `any`, silences it",
+        arguments: [
+            (["Production"], #"{"environments": ["Sandbox"]}"#, "$.apps[0].offers[0].eligibility"),
+            (
+                ["Production"], #"{"all": [{"subscriptionStatus": ["expired"]}, {"environments": ["Sandbox"]}]}"#,
+                "$.apps[0].offers[0].eligibility.all[1]"
+            ),
+            (["Sandbox"], #"{"environments": ["Production"]}"#, "$.apps[0].offers[0].eligibility"),
+            (["Production", "Sandbox"], #"{"environments": ["Sandbox"]}"#, nil),
+            (["Production"], #"{"environments": ["Sandbox", "Production"]}"#, nil),
+            (["Production"], #"{"any": [{"environments": ["Sandbox"]}, {"storefronts": ["USA"]}]}"#, nil),
+        ] as [([String], String, String?)])
+    func unreachableRule(environments: [String], rule: String, path: String?) throws {
+        let trust =
+            #""trust": {"rootCertificates": ["r.cer"], "environments": ["#
+            + environments.map { "\"\($0)\"" }.joined(separator: ", ") + "]}, "
+        let config = try parse(Self.document(offer: #", "eligibility": "# + rule, extra: trust))
+        let warnings = config.warnings(at: 0).filter { $0.contains("can never be given") }
+        if let path {
+            #expect(warnings.count == 1, "\(warnings)")
+            let warning = try #require(warnings.first)
+            #expect(warning.hasPrefix("\(path): requires "), "\(warning)")
+            #expect(
+                warning.contains(
+                    "which this deployment does not accept (trust.environments: \(environments.joined(separator: ", ")))"
+                ))
+        } else {
+            #expect(warnings.isEmpty, "\(warnings)")
+        }
+    }
 }

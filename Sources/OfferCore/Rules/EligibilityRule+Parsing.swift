@@ -123,7 +123,7 @@ extension EligibilityRule {
             throw ConfigError(path: path, "expected an object with \"min\" and/or \"max\", found \(describe(json))")
         }
         for key in members.keys.sorted() where key != "min" && key != "max" {
-            throw ConfigError(path: "\(path).\(key)", "unknown key (expected \"min\" and/or \"max\")")
+            throw unknownKey(key, at: path, expected: "\"min\" and/or \"max\"", known: ["min", "max"])
         }
         func bound(_ key: String) throws(ConfigError) -> Int? {
             guard let value = members[key] else { return nil }
@@ -146,7 +146,7 @@ extension EligibilityRule {
             throw ConfigError(path: path, "expected an object with \"percent\" and \"salt\", found \(describe(json))")
         }
         for key in members.keys.sorted() where key != "percent" && key != "salt" {
-            throw ConfigError(path: "\(path).\(key)", "unknown key (expected \"percent\" and \"salt\")")
+            throw unknownKey(key, at: path, expected: "\"percent\" and \"salt\"", known: ["percent", "salt"])
         }
         guard let percentValue = members["percent"] else { throw ConfigError(path: "\(path).percent", "is required") }
         guard let percent = percentValue.doubleValue, percent >= 0, percent <= 100 else {
@@ -161,6 +161,13 @@ extension EligibilityRule {
     }
 
     // MARK: - Helpers
+
+    /// An unknown member of a rule's argument object, with the closest known name as for every other key.
+    private static func unknownKey(_ key: String, at path: String, expected: String, known: [String]) -> ConfigError {
+        var message = "unknown key (expected \(expected))"
+        if let near = NameSuggestion.closest(to: key, among: known) { message += "; did you mean \"\(near)\"?" }
+        return ConfigError(path: "\(path).\(key)", message)
+    }
 
     private static func isAlpha3(_ code: String) -> Bool {
         let bytes = code.utf8

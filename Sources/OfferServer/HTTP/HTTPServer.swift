@@ -47,7 +47,14 @@ public final class HTTPServer: @unchecked Sendable {
     public private(set) var port: Int = 0
     let inFlight = InFlightCounter()
     /// Responders whose connection is suspended, waiting for an answer; answered 503 if the server stops first.
-    let waiting = Mutex<[ObjectIdentifier: Responder]>([:])
+    let waiting = Mutex(Waiting())
+
+    struct Waiting {
+        var responders: [ObjectIdentifier: Responder] = [:]
+        /// Set by `stop`: from then on no connection may be suspended (libmicrohttpd aborts the process when
+        /// stopped with one), so a handler that returns without an answer is answered 503 at once.
+        var closed = false
+    }
 
     public init(limits: HTTPServerLimits, handler: @escaping Handler) {
         self.limits = limits
@@ -89,7 +96,8 @@ public final class HTTPServer: @unchecked Sendable {
         // From here the daemon owns the listening socket: it closes it when stopped, unless quiesced first.
     }
 
-    /// Stops accepting connections, lets requests in flight finish (up to `grace` seconds), then stops.
+    /// Stops accepting connections, lets requests in flight finish (up to `grace` seconds), answers those still
+    /// waiting for an asynchronous answer 503 `not_ready`, then stops.
     public func stop(graceSeconds: Double = 10) {
         guard let daemon else { return }
         // Closing the listening socket right away makes new connections fail fast instead of waiting in the backlog.
@@ -100,14 +108,15 @@ public final class HTTPServer: @unchecked Sendable {
             usleep(10_000)
             waited += 0.01
         }
-        // libmicrohttpd must not be stopped with suspended connections: answer the ones still waiting, then give
-        // the pool a moment to send those answers.
-        let stranded = waiting.withLock { Array($0.values) }
-        for responder in stranded {
-            responder.send(HTTPResponse(status: 503, body: Array(Self.stoppingBody.utf8)))
+        // libmicrohttpd must not be stopped with suspended connections: answer the ones still waiting, suspend
+        // no more (a handler still running answers 503 when it returns), then give the pool a moment to send.
+        let stranded = waiting.withLock { waiting in
+            waiting.closed = true
+            return Array(waiting.responders.values)
         }
+        for responder in stranded { responder.send(Self.stoppingResponse) }
         waited = 0
-        while !stranded.isEmpty && inFlight.value > 0 && waited < 1 {
+        while inFlight.value > 0 && waited < 1 {
             usleep(10_000)
             waited += 0.01
         }
@@ -115,7 +124,8 @@ public final class HTTPServer: @unchecked Sendable {
         self.daemon = nil
     }
 
-    static let stoppingBody = #"{"error":{"code":"not_ready","message":"the server is stopping"}}"#
+    /// The answer to requests still waiting when the server stops.
+    static var stoppingResponse: HTTPResponse { HTTPError.notReady("the server is stopping").response }
 
     private static func listen(host: String, port: Int) throws(ServerError) -> (fd: Int32, port: Int) {
         guard (0...65535).contains(port) else { throw ServerError("port \(port) is out of range (0-65535)") }

@@ -36,26 +36,29 @@ public final class Responder: Sendable {
 
     /// Answers the request. Only the first call counts.
     public func send(_ response: HTTPResponse) {
-        let resume: Bool = state.withLock { state in
-            guard !state.sent else { return false }
+        let (first, resume): (Bool, Bool) = state.withLock { state in
+            guard !state.sent else { return (false, false) }
             state.sent = true
             state.response = response
-            guard state.suspended, !state.resumed else { return false }
+            guard state.suspended, !state.resumed else { return (true, false) }
             state.resumed = true
-            return true
+            return (true, true)
         }
+        guard first else { return }
         if let completion {
             completion(response)
             return
         }
         if resume, let connection {
-            server?.waiting.withLock { _ = $0.removeValue(forKey: ObjectIdentifier(self)) }
+            server?.waiting.withLock { _ = $0.responders.removeValue(forKey: ObjectIdentifier(self)) }
             MHD_resume_connection(connection)
         }
     }
 
     /// On the worker, right after the handler returned: the answer if it is there, else the connection is
     /// suspended (under the lock, so a `send` racing with this either lands first or resumes afterwards).
+    /// Once the server is stopping nothing is suspended: the request is answered 503 now and a later `send`
+    /// is ignored.
     func takeResponseOrSuspend() -> HTTPResponse? {
         guard let connection else { return nil }
         return state.withLock { state in
@@ -63,8 +66,17 @@ public final class Responder: Sendable {
                 state.response = nil
                 return response
             }
+            let admitted =
+                server?.waiting.withLock { waiting in
+                    guard !waiting.closed else { return false }
+                    waiting.responders[ObjectIdentifier(self)] = self
+                    return true
+                } ?? false
+            guard admitted else {
+                state.sent = true
+                return HTTPServer.stoppingResponse
+            }
             state.suspended = true
-            server?.waiting.withLock { $0[ObjectIdentifier(self)] = self }
             MHD_suspend_connection(connection)
             return nil
         }

@@ -4,9 +4,9 @@ import OfferAPI
     import Glibc
 #endif
 
-/// A structured logger writing one line per event to standard error, as logfmt (`level=info msg="..." k=v`)
-/// or JSON. Callers pass it in and add metadata with `with(_:_:)` (a request's ID, its route); it never
-/// receives key material, tokens or signed data, only identifiers.
+/// A structured logger writing one line per event to standard error (or to a given writer), as logfmt
+/// (`level=info msg="..." k=v`) or JSON. Callers pass it in and add metadata with `with(_:_:)` (a request's ID,
+/// its route); it never receives key material, tokens or signed data, only identifiers.
 public struct Logger: Sendable {
     public enum Level: Int, Sendable, Comparable, CaseIterable {
         case debug, info, warning, error
@@ -30,14 +30,25 @@ public struct Logger: Sendable {
         case json
     }
 
+    /// Where finished lines go: one call per line, newline included.
+    public typealias Writer = @Sendable ([UInt8]) -> Void
+
     public var level: Level
     public var format: Format
     /// Fields added to every line, in order.
     public private(set) var metadata: [(String, String)] = []
+    private let writer: Writer
 
-    public init(level: Level, format: Format = .logfmt) {
+    /// A logger writing to `writer`; by default to standard error (file descriptor 2).
+    public init(level: Level, format: Format = .logfmt, writer: @escaping Writer = Logger.standardError) {
         self.level = level
         self.format = format
+        self.writer = writer
+    }
+
+    /// Writes a line to file descriptor 2 in one `write` call, so lines from several threads never interleave.
+    public static let standardError: Writer = { line in
+        line.withUnsafeBytes { _ = Glibc.write(2, $0.baseAddress, $0.count) }
     }
 
     /// A logger that adds `key=value` to every line.
@@ -65,8 +76,7 @@ public struct Logger: Sendable {
 
     private func write(_ level: Level, _ message: () -> String, _ fields: [(String, String)]) {
         guard level >= self.level else { return }
-        let line = Self.line(level: level, message: message(), fields: metadata + fields, format: format)
-        line.withUnsafeBytes { _ = Glibc.write(2, $0.baseAddress, $0.count) }
+        writer(Self.line(level: level, message: message(), fields: metadata + fields, format: format))
     }
 
     /// One event as one line, newline-terminated: quotes, backslashes and control characters are escaped in

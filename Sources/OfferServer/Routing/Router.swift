@@ -35,16 +35,19 @@ public final class Router: Sendable {
         var matched: (Route, [String: String])?
         var allowed: [String] = []
         let path = PathPattern.Path(request.path)
+        // For a 405: the pattern the path matched, never the path itself (a client's text must not become a label).
+        var pattern = "other"
         for route in routes {
             guard let parameters = route.pattern.match(path) else { continue }
             if route.accepts(request.method) {
                 matched = (route, parameters)
                 break
             }
+            if allowed.isEmpty { pattern = route.pattern.description }
             allowed.append(route.method == "GET" ? "GET, HEAD" : route.method)
         }
         let context = RequestContext(
-            requestId: requestId, route: matched?.0.pattern.description ?? (allowed.isEmpty ? "other" : request.path),
+            requestId: requestId, route: matched?.0.pattern.description ?? pattern,
             parameters: matched?.1 ?? [:], clientAddress: request.clientAddress, now: clock(), snapshot: snapshot(),
             log: log.with("request_id", requestId), started: started)
         guard let (route, _) = matched else {
