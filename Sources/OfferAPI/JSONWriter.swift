@@ -88,6 +88,15 @@ public struct JSONWriter {
     /// Appends `value` as a JSON string with RFC 8259 escaping (quotes, backslash, controls).
     public static func appendQuoted(_ value: String, to out: inout [UInt8]) {
         out.append(UInt8(ascii: "\""))
+        // Most strings (JWS, IDs, nonces) need no escape: copy them whole.
+        let plain = value.utf8.withContiguousStorageIfAvailable { bytes in
+            bytes.allSatisfy { $0 >= 0x20 && $0 != UInt8(ascii: "\"") && $0 != UInt8(ascii: "\\") }
+        }
+        if plain == true {
+            out.append(contentsOf: value.utf8)
+            out.append(UInt8(ascii: "\""))
+            return
+        }
         for byte in value.utf8 {
             switch byte {
             case UInt8(ascii: "\""): out.append(0x5C); out.append(0x22)

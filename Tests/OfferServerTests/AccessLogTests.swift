@@ -116,7 +116,13 @@ struct AccessLogTests {
         let response = try fixture.respond(request)
         let echoed = try #require(response.header("X-Request-Id"))
         #expect(echoed != offered)
-        #expect(echoed.count == 24 && echoed.allSatisfy(\.isHexDigit), "\(echoed)")
+        // This process's random prefix (12 hex digits), a dash, and a counter in hex.
+        let parts = echoed.split(separator: "-")
+        #expect(parts.count == 2 && parts[0].count == 12, "\(echoed)")
+        #expect(parts.allSatisfy { !$0.isEmpty && $0.allSatisfy(\.isHexDigit) }, "\(echoed)")
+        let second = try #require(
+            try fixture.respond(HTTPRequest(method: "GET", path: "/v1/nowhere")).header("X-Request-Id"))
+        #expect(second != echoed && second.hasPrefix(String(parts[0]) + "-"), "\(second)")
         let line = try Self.fields(try #require(fixture.log.accessLines.first), .logfmt)
         #expect(line["request_id"] == echoed)
         #expect(line["status"] == "404")

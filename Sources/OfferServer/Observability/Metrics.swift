@@ -88,6 +88,10 @@ public final class Metrics: Sendable {
 
     /// Prometheus label escaping: backslash, quote and newline.
     private static func escape(_ value: String) -> String {
+        let plain = value.utf8.allSatisfy {
+            $0 != UInt8(ascii: "\\") && $0 != UInt8(ascii: "\"") && $0 != UInt8(ascii: "\n")
+        }
+        if plain { return value }
         var out = ""
         for character in value {
             switch character {

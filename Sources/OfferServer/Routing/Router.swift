@@ -1,6 +1,7 @@
 import OfferAPI
 import OfferCore
 import OfferCrypto
+import Synchronization
 
 /// Finds a request's route, runs its group's middleware around the handler, and maps every outcome to an HTTP
 /// response in one place (`ErrorMapping`). Requests flow one way: `HTTPServer` → `Router.handle` → middleware
@@ -14,6 +15,7 @@ public final class Router: Sendable {
     let snapshot: @Sendable () -> Snapshot
     let clock: @Sendable () -> Int64
     let log: Logger
+    let requestIds = RequestIds()
 
     /// `routes`: the table (no two with the same method and pattern). `middleware`: per group, in order.
     public init(
@@ -31,7 +33,7 @@ public final class Router: Sendable {
     /// The HTTP server's handler.
     @Sendable public func handle(_ request: HTTPRequest, _ responder: Responder) {
         let started = MonotonicClock.nanoseconds()
-        let requestId = Self.requestId(request.headers["x-request-id"])
+        let requestId = requestIds.take(offered: request.headers["x-request-id"])
         var matched: (Route, [String: String])?
         var allowed: [String] = []
         let path = PathPattern.Path(request.path)
@@ -91,10 +93,16 @@ public final class Router: Sendable {
         response.headers.append(HTTPHeader("X-Request-Id", context.requestId))
         responder.send(response)
     }
+}
 
-    /// The client's request ID when it is a plain token (letters, digits, `-`, `_`, `.`, `:`; 1 to 128), so it
-    /// cannot break a log line or a header; otherwise a new random one.
-    static func requestId(_ offered: String?) -> String {
+/// Request IDs: the client's own when it is a plain token (letters, digits, `-`, `_`, `.`, `:`; 1 to 128), so it
+/// cannot break a log line or a header; otherwise this process's random prefix and a counter, unique without
+/// a call to the random source per request.
+final class RequestIds: Sendable {
+    private let prefix = Hex.encode(SecureRandom.bytes(6))
+    private let counter = Atomic<UInt64>(0)
+
+    func take(offered: String?) -> String {
         if let offered, (1...128).contains(offered.utf8.count),
             offered.utf8.allSatisfy({
                 Identifiers.isAlphanumeric($0) || $0 == UInt8(ascii: "-") || $0 == UInt8(ascii: "_")
@@ -103,6 +111,7 @@ public final class Router: Sendable {
         {
             return offered
         }
-        return Hex.encode(SecureRandom.bytes(12))
+        let number = counter.add(1, ordering: .relaxed).newValue
+        return prefix + "-" + String(number, radix: 16)
     }
 }
