@@ -36,14 +36,15 @@ public final class Responder: Sendable {
 
     /// Answers the request. Only the first call counts.
     public func send(_ response: HTTPResponse) {
-        let resume: Bool = state.withLock { state in
-            guard !state.sent else { return false }
+        let (first, resume): (Bool, Bool) = state.withLock { state in
+            guard !state.sent else { return (false, false) }
             state.sent = true
             state.response = response
-            guard state.suspended, !state.resumed else { return false }
+            guard state.suspended, !state.resumed else { return (true, false) }
             state.resumed = true
-            return true
+            return (true, true)
         }
+        guard first else { return }
         if let completion {
             completion(response)
             return
