@@ -23,7 +23,11 @@ let package = Package(
         .target(name: "OfferStore", dependencies: ["OfferCore", "OfferCrypto", "CSQLite"]),
         .target(
             name: "OfferServer", dependencies: ["OfferAPI", "OfferCore", "OfferCrypto", "OfferStore", "CMicroHTTPD"]),
-        .target(name: "OfferTesting", dependencies: ["OfferAPI", "OfferCore", "OfferCrypto", "COpenSSL"]),
+        // The test kit: test CA, Apple-like signed data, and a client that calls the service in process. Depends on
+        // the server; the server never depends on it.
+        .target(
+            name: "OfferTesting",
+            dependencies: ["OfferServer", "OfferStore", "OfferAPI", "OfferCore", "OfferCrypto", "COpenSSL"]),
         .executableTarget(
             name: "offer-signer",
             dependencies: ["OfferServer", "OfferStore", "OfferAPI", "OfferCore", "OfferCrypto", "OfferTesting"]),
@@ -34,6 +38,8 @@ let package = Package(
             name: "OfferServerTests",
             dependencies: ["OfferServer", "OfferStore", "OfferAPI", "OfferCore", "OfferCrypto", "OfferTesting"]),
         .testTarget(name: "OfferStoreTests", dependencies: ["OfferStore", "OfferCore"]),
-        .testTarget(name: "EndToEndTests", dependencies: ["OfferAPI", "OfferCore", "OfferCrypto", "OfferTesting"]),
+        .testTarget(
+            name: "EndToEndTests",
+            dependencies: ["OfferServer", "OfferAPI", "OfferCore", "OfferCrypto", "OfferTesting"]),
     ]
 )

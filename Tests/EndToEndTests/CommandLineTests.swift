@@ -1,6 +1,7 @@
 import Foundation
 import OfferCore
 import OfferCrypto
+import OfferTesting
 import Testing
 
 @Suite("End to end: the command line")
@@ -99,18 +100,21 @@ struct CommandLineTests {
 
     @Test("testkit sign resolves relative dates and warns about unknown field names, then prints the JWS")
     func testKitTemplates() throws {
-        let deployment = try Deployment()
-        defer { deployment.remove() }
+        let directory = NSTemporaryDirectory() + "offer-signer-testkit-\(UUID().uuidString)"
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let (caStatus, _, caError) = try runBinary(["testkit", "ca", "--out", directory + "/ca"])
+        try #require(caStatus == 0, "testkit ca failed: \(caError)")
         let template = """
             {"transactionId": "2000000000000002", "originalTransactionId": "2000000000000001",
              "bundleId": "\(Deployment.bundleId)", "productId": "com.example.pro.monthly",
              "type": "Auto-Renewable Subscription", "purchaseDate": "-70d", "expiresDate": "-40d",
              "signedDate": "now", "environment": "Sandbox", "storefornt": "USA", "colour": "red"}
             """
-        let before = deployment.now
+        let before = Deployment.wallClock()
         let (status, output, error) = try runBinary(
-            ["testkit", "sign", "transaction", "--ca", deployment.directory + "/ca", "--payload", "-"], input: template)
-        let after = deployment.now
+            ["testkit", "sign", "transaction", "--ca", directory + "/ca", "--payload", "-"], input: template)
+        let after = Deployment.wallClock()
         #expect(status == 0, "\(error)")
         #expect(
             error.contains("warning: -: unknown field \"storefornt\" for a transaction; did you mean \"storefront\"?"))
@@ -120,12 +124,15 @@ struct CommandLineTests {
         let expires = try #require(payload.expiresDate)
         let purchased = try #require(payload.purchaseDate)
         let signed = try #require(payload.signedDate)
-        #expect((before - 40 * Deployment.dayMs...after - 40 * Deployment.dayMs).contains(expires))
-        #expect((before - 70 * Deployment.dayMs...after - 70 * Deployment.dayMs).contains(purchased))
+        #expect(
+            (before - 40 * TestClock.millisecondsPerDay...after - 40 * TestClock.millisecondsPerDay).contains(expires))
+        #expect(
+            (before - 70 * TestClock.millisecondsPerDay...after - 70 * TestClock.millisecondsPerDay).contains(purchased)
+        )
         #expect((before...after).contains(signed))
 
         let (textStatus, textOutput, textError) = try runBinary(
-            ["testkit", "sign", "transaction", "--ca", deployment.directory + "/ca", "--payload", "-"],
+            ["testkit", "sign", "transaction", "--ca", directory + "/ca", "--payload", "-"],
             input: #"{"transactionId": "1", "expiresDate": "-40 days"}"#)
         #expect(textStatus == 0, "text that is no date is signed as written, for tests of bad data")
         #expect(textError.contains(#"warning: -: field "expiresDate": "-40 days" is no date"#), "\(textError)")
@@ -135,14 +142,14 @@ struct CommandLineTests {
 
     @Test("config check flags an app that accepts Xcode data, and serve warns at start")
     func localTestingIsFlagged() throws {
-        let deployment = try Deployment()
+        let deployment = try Deployment.make()
         defer { deployment.remove() }
-        let (status, output, _) = try runBinary(["config", "check", "--config", deployment.configPath])
+        let (status, output, _) = try runBinary(["config", "check", "--config", deployment.configurationPath])
         #expect(status == 0)
         #expect(output.contains("WARNING $.apps[1].localTesting"))
         #expect(output.contains("\(Deployment.localBundleId) (issuer \(Deployment.issuerId)) [LOCAL TESTING]"))
         #expect(!output.contains("PRIVATE KEY"))
-        let server = try ServerProcess(configPath: deployment.configPath)
+        let server = try ServerProcess(configPath: deployment.configurationPath)
         #expect(server.stop() == 0)
         #expect(server.errorOutput().contains("localTesting"))
     }
@@ -152,15 +159,15 @@ struct CommandLineTests {
     /// Writes a configuration beside `deployment`'s key and test CA, with one app offering `offers`; returns its
     /// path.
     static func writeConfiguration(
-        _ deployment: Deployment, storage: String = "sqlite:ledger/offer-signer.sqlite",
+        _ deployment: TestDeployment, storage: String = "sqlite:ledger/offer-signer.sqlite",
         environments: [String] = ["Production"], offers: [[String: Any]]
     ) throws -> String {
         let config: [String: Any] = [
-            "storage": storage, "trust": ["rootCertificates": ["ca/root.cer"], "environments": environments],
+            "storage": storage, "trust": ["rootCertificates": ["root.cer"], "environments": environments],
             "apps": [
                 [
                     "bundleId": Deployment.bundleId, "issuerId": Deployment.issuerId,
-                    "keys": [["keyId": "E2EKEY0001", "privateKeyFile": "SubscriptionKey_E2EKEY0001.p8"]],
+                    "keys": [["keyId": deployment.keyId, "privateKeyFile": deployment.keyPath]],
                     "offers": offers,
                 ]
             ],
@@ -174,7 +181,7 @@ struct CommandLineTests {
 
     @Test("config check opens the storage: created 0600 when new, and a path that cannot be made fails in words")
     func configCheckOpensStorage() throws {
-        let deployment = try Deployment()
+        let deployment = try Deployment.make()
         defer { deployment.remove() }
         let good = try Self.writeConfiguration(
             deployment, storage: "sqlite:fresh/ledger.sqlite", offers: [Self.plainOffer])
@@ -199,7 +206,7 @@ struct CommandLineTests {
 
     @Test("config check prints each offer's window and rule, and warns about windows ended or not begun at --at")
     func configCheckWindows() throws {
-        let deployment = try Deployment()
+        let deployment = try Deployment.make()
         defer { deployment.remove() }
         let path = try Self.writeConfiguration(
             deployment,
@@ -249,7 +256,7 @@ struct CommandLineTests {
             (["Production"], #"{"any": [{"environments": ["Sandbox"]}, {"storefronts": ["USA"]}]}"#, false),
         ])
     func configCheckImpossibleRule(environments: [String], rule: String, warned: Bool) throws {
-        let deployment = try Deployment()
+        let deployment = try Deployment.make()
         defer { deployment.remove() }
         let eligibility = try JSONSerialization.jsonObject(with: Data(rule.utf8))
         let path = try Self.writeConfiguration(

@@ -1,5 +1,6 @@
 import Foundation
 import OfferAPI
+import OfferTesting
 import Testing
 
 /// `offer-signer explain` through the real binary: the app's request as is, the configured ledger, and the same
@@ -10,29 +11,31 @@ struct ExplainTests {
 
     /// Runs `explain --config … --request FILE` on `request` (written as the app would send it) plus `options`.
     static func explain(
-        _ deployment: Deployment, _ request: [String: Any], _ options: [String] = []
+        _ deployment: TestDeployment, _ request: [String: Any], _ options: [String] = []
     ) throws -> (status: Int32, output: String, error: String) {
         let file = deployment.directory + "/request-\(UUID().uuidString).json"
         try JSONSerialization.data(withJSONObject: request).write(to: URL(fileURLWithPath: file))
         let (status, output, error) = try runBinary(
-            ["explain", "--config", deployment.configPath, "--request", file] + options)
+            ["explain", "--config", deployment.configurationPath, "--request", file] + options)
         return (status, output, error)
     }
 
-    static func ledgerPath(_ deployment: Deployment) -> String { deployment.directory + "/ledger/offer-signer.sqlite" }
+    static func ledgerPath(_ deployment: TestDeployment) -> String {
+        deployment.directory + "/ledger/offer-signer.sqlite"
+    }
 
     @Test("--request FILE and --request - take the app's JSON as is, and say the ledger does not exist yet")
     func requestFromFileAndStandardInput() throws {
-        let deployment = try Deployment()
+        let deployment = try Deployment.make()
         defer { deployment.remove() }
         let request: [String: Any] = [
             "bundleId": Deployment.bundleId, "productId": Self.product, "offerId": "welcome_back",
-            "signedTransaction": try deployment.transaction(expiredDaysAgo: 70),
+            "signedTransaction": try deployment.transaction(bundleId: Deployment.bundleId, expiredDaysAgo: 70),
         ]
         let fromFile = try Self.explain(deployment, request, ["--at", "2030-01-01T00:00:00Z"])
         let body = String(decoding: try JSONSerialization.data(withJSONObject: request), as: UTF8.self)
         let fromInput = try runBinary(
-            ["explain", "--config", deployment.configPath, "--request", "-", "--at", "2030-01-01T00:00:00Z"],
+            ["explain", "--config", deployment.configurationPath, "--request", "-", "--at", "2030-01-01T00:00:00Z"],
             input: body)
         #expect(fromFile.status == 0, "\(fromFile.error)")
         #expect(fromInput.0 == 0, "\(fromInput.2)")
@@ -49,7 +52,7 @@ struct ExplainTests {
 
     @Test("exit status: 0 eligible, 3 not eligible, 1 when the service would answer an error, 2 for a usage mistake")
     func exitStatus() throws {
-        let deployment = try Deployment()
+        let deployment = try Deployment.make()
         defer { deployment.remove() }
         func request(_ signedTransaction: String) -> [String: Any] {
             [
@@ -57,11 +60,12 @@ struct ExplainTests {
                 "signedTransaction": signedTransaction,
             ]
         }
-        let eligible = try Self.explain(deployment, request(try deployment.transaction(expiredDaysAgo: 70)))
+        let eligible = try Self.explain(
+            deployment, request(try deployment.transaction(bundleId: Deployment.bundleId, expiredDaysAgo: 70)))
         #expect(eligible.status == 0)
         #expect(eligible.output.hasSuffix("decision: ELIGIBLE\n"), "\(eligible.output)")
 
-        var recent = request(try deployment.transaction(expiredDaysAgo: 10))
+        var recent = request(try deployment.transaction(bundleId: Deployment.bundleId, expiredDaysAgo: 10))
         recent["signedRenewalInfo"] = try deployment.renewalInfo(overrides: [:])
         let notEligible = try Self.explain(deployment, recent)
         #expect(notEligible.status == 3)
@@ -70,9 +74,9 @@ struct ExplainTests {
                 "decision: NOT ELIGIBLE; the client sees: daysSinceExpiry/days_since_expiry_out_of_range\n"),
             "\(notEligible.output)")
 
-        let token = try deployment.transaction(expiredDaysAgo: 70).split(separator: ".")
+        let token = try deployment.transaction(bundleId: Deployment.bundleId, expiredDaysAgo: 70).split(separator: ".")
         let forged =
-            "\(token[0]).\(token[1]).\(try deployment.transaction(expiredDaysAgo: 71).split(separator: ".")[2])"
+            "\(token[0]).\(token[1]).\(try deployment.transaction(bundleId: Deployment.bundleId, expiredDaysAgo: 71).split(separator: ".")[2])"
         let refused = try Self.explain(deployment, request(forged))
         #expect(refused.status == 1)
         #expect(refused.output.contains("decision: the service answers 400 untrusted_signed_data: signedTransaction: "))
@@ -90,7 +94,7 @@ struct ExplainTests {
             #expect(usage.error.hasPrefix("offer-signer: "), "\(usage.error)")
         }
         let (status, _, error) = try runBinary(
-            ["explain", "--config", deployment.configPath, "--request", "-"], input: "{\"bundleId\": ")
+            ["explain", "--config", deployment.configurationPath, "--request", "-"], input: "{\"bundleId\": ")
         #expect(status == 1)
         #expect(error.contains("-: the request is not valid JSON: "), "\(error)")
         #expect(error.contains("at line 1, column 14"), "\(error)")
@@ -98,7 +102,7 @@ struct ExplainTests {
 
     @Test("a ledger that cannot be read is said so, and the limits are not checked")
     func unreadableLedger() throws {
-        let deployment = try Deployment()
+        let deployment = try Deployment.make()
         defer { deployment.remove() }
         try FileManager.default.createDirectory(
             atPath: deployment.directory + "/ledger", withIntermediateDirectories: true)
@@ -108,7 +112,7 @@ struct ExplainTests {
             deployment,
             [
                 "bundleId": Deployment.bundleId, "productId": Self.product, "offerId": "once_only",
-                "signedTransaction": try deployment.transaction(expiredDaysAgo: 70),
+                "signedTransaction": try deployment.transaction(bundleId: Deployment.bundleId, expiredDaysAgo: 70),
             ])
         #expect(status == 0)
         let lines = output.split(separator: "\n").map(String.init)
@@ -120,19 +124,18 @@ struct ExplainTests {
 
     @Test("an intro request without signed data gets the HTTP API's own 400 invalid_request, word for word")
     func introWithoutData() async throws {
-        let deployment = try Deployment()
+        let deployment = try Deployment.make()
         defer { deployment.remove() }
         let request: [String: Any] = ["bundleId": Deployment.bundleId, "productId": Self.product]
         let (status, output, _) = try Self.explain(deployment, request)
         #expect(status == 1)
-        let server = try ServerProcess(configPath: deployment.configPath)
-        let reply = try await server.post("v1/signatures/introductory-offer-eligibility", request)
+        let server = try ServerProcess(configPath: deployment.configurationPath)
+        let reply = try await server.post("v1/signatures/introductory-offer-eligibility", json: request)
         #expect(server.stop() == 0)
         #expect(reply.status == 400)
-        #expect(reply.errorCode == "invalid_request")
-        let error = try #require(reply.body["error"] as? [String: Any])
-        let message = try #require(error["message"] as? String)
-        #expect(error["field"] == nil)
+        #expect(reply.errorCode == .invalidRequest)
+        let message = try #require(reply.errorMessage)
+        #expect(reply.errorField == nil)
         #expect(output.hasPrefix("request: POST /v1/signatures/introductory-offer-eligibility at "))
         #expect(output.hasSuffix("decision: the service answers 400 invalid_request: \(message)\n"), "\(output)")
         #expect(!output.contains("verified_customer_required"))
@@ -140,12 +143,12 @@ struct ExplainTests {
 
     @Test("a win-back offer Apple does not list is not eligible with not_offered_by_apple; one it lists is")
     func winBackNotListedByApple() async throws {
-        let deployment = try Deployment()
+        let deployment = try Deployment.make()
         defer { deployment.remove() }
         func request(listing offers: [String]) throws -> [String: Any] {
             [
                 "bundleId": Deployment.bundleId,
-                "signedTransaction": try deployment.transaction(expiredDaysAgo: 70),
+                "signedTransaction": try deployment.transaction(bundleId: Deployment.bundleId, expiredDaysAgo: 70),
                 "signedRenewalInfo": try deployment.renewalInfo(
                     overrides: ["eligibleWinBackOfferIds": .array(offers.map { .string($0) })]),
             ]
@@ -163,33 +166,34 @@ struct ExplainTests {
         #expect(listed.output.hasSuffix("decision: ELIGIBLE (listed in winBackOffers)\n"), "\(listed.output)")
 
         // The HTTP API agrees: the unlisted offer is not among the win-back offers.
-        let server = try ServerProcess(configPath: deployment.configPath)
-        let reply = try await server.post("v1/eligibility", try request(listing: ["wb_b"]))
-        let again = try await server.post("v1/eligibility", try request(listing: ["wb_a"]))
+        let server = try ServerProcess(configPath: deployment.configurationPath)
+        let reply = try await server.post("v1/eligibility", json: try request(listing: ["wb_b"]))
+        let again = try await server.post("v1/eligibility", json: try request(listing: ["wb_a"]))
         #expect(server.stop() == 0)
         #expect(reply.status == 200)
-        #expect((reply.body["winBackOffers"] as? [Any])?.isEmpty == true, "\(reply.text)")
-        let shown = (again.body["winBackOffers"] as? [[String: String]])?.map { $0["offerId"] }
+        #expect(reply.json?["winBackOffers"]?.arrayValue?.isEmpty == true, "\(reply.text)")
+        let shown = again.json?["winBackOffers"]?.arrayValue?.map { $0["offerId"]?.stringValue }
         #expect(shown == ["wb_a"], "\(again.text)")
     }
 
     @Test("after a server reached an offer's total in the ledger file, explain reads it: total_limit_reached")
     func totalLimitFromTheLedger() async throws {
-        let deployment = try Deployment()
+        let deployment = try Deployment.make()
         defer { deployment.remove() }
         func request(_ customer: String) throws -> [String: Any] {
             [
                 "bundleId": Deployment.bundleId, "productId": Self.product, "offerId": "once_only",
-                "signedTransaction": try deployment.transaction(expiredDaysAgo: 70, originalTransactionId: customer),
+                "signedTransaction": try deployment.transaction(
+                    bundleId: Deployment.bundleId, expiredDaysAgo: 70, originalTransactionId: customer),
             ]
         }
         let before = try Self.explain(deployment, try request("4000000000000003"))
         #expect(before.status == 0, "\(before.output)")
 
         // `once_only`: one per customer, two in all.
-        let server = try ServerProcess(configPath: deployment.configPath)
+        let server = try ServerProcess(configPath: deployment.configurationPath)
         for customer in ["4000000000000001", "4000000000000002"] {
-            let reply = try await server.post("v1/signatures/promotional-offer", try request(customer))
+            let reply = try await server.post("v1/signatures/promotional-offer", json: try request(customer))
             #expect(reply.status == 200, "\(reply.text)")
         }
         #expect(server.stop() == 0)

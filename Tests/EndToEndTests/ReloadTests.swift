@@ -7,10 +7,10 @@ import Testing
 struct ReloadTests {
     @Test("reload answers 0 when the configuration loads, 1 with the reason when it does not, 0 again once fixed")
     func reloadOutcomes() throws {
-        let deployment = try Deployment()
+        let deployment = try Deployment.make()
         defer { deployment.remove() }
         let environment = ["RUNTIME_DIRECTORY": deployment.directory]
-        let server = try ServerProcess(configPath: deployment.configPath, environment: environment)
+        let server = try ServerProcess(configPath: deployment.configurationPath, environment: environment)
         let pid = String(server.process.processIdentifier)
         let reportPath = "\(deployment.directory)/offer-signer-\(pid).reload"
         let atStart = try Self.report(reportPath)
@@ -21,15 +21,15 @@ struct ReloadTests {
 
         let (status, output, error) = try runBinary(["reload", "--pid", pid], environment: environment)
         #expect(status == 0, "\(error)")
-        #expect(output.contains("reloaded \(deployment.configPath): 3 app(s)"), "\(output)")
+        #expect(output.contains("reloaded \(deployment.configurationPath): 3 app(s)"), "\(output)")
         #expect(output.contains("generation 1"), "\(output)")
         let configuration = try #require(atStart["configuration"] as? String)
         #expect(configuration.count == 12)
         #expect(output.contains("configuration \(configuration)"), "\(output)")
 
-        let good = try Data(contentsOf: URL(fileURLWithPath: deployment.configPath))
+        let good = try Data(contentsOf: URL(fileURLWithPath: deployment.configurationPath))
         try Data(#"{"apps": [{"bundleId": 1}], "colour": "red"}"#.utf8).write(
-            to: URL(fileURLWithPath: deployment.configPath))
+            to: URL(fileURLWithPath: deployment.configurationPath))
         let (brokenStatus, brokenOutput, brokenError) = try runBinary(
             ["reload", "--pid", pid], environment: environment)
         #expect(brokenStatus == 1)
@@ -38,7 +38,7 @@ struct ReloadTests {
         #expect(brokenError.contains("$.apps[0].bundleId: expected a non-empty string, found 1"), "\(brokenError)")
         #expect(brokenError.contains("$.colour"), "\(brokenError)")
 
-        try good.write(to: URL(fileURLWithPath: deployment.configPath))
+        try good.write(to: URL(fileURLWithPath: deployment.configurationPath))
         let (fixedStatus, fixedOutput, _) = try runBinary(["reload", "--pid", pid], environment: environment)
         #expect(fixedStatus == 0)
         #expect(fixedOutput.contains("generation 3"), "\(fixedOutput)")
@@ -54,8 +54,8 @@ struct ReloadTests {
     func processWithoutReport() throws {
         let folder = try Self.temporaryFolder()
         defer { try? FileManager.default.removeItem(atPath: folder) }
-        let sleeper = try Self.start("sleep 30")
-        defer { sleeper.terminate() }
+        let sleeper = try Self.start("exec sleep 30")
+        defer { Self.end(sleeper) }
         let started = Date()
         let (status, _, error) = try runBinary(
             ["reload", "--pid", String(sleeper.processIdentifier)], environment: ["RUNTIME_DIRECTORY": folder])
@@ -70,9 +70,10 @@ struct ReloadTests {
     func timeout() throws {
         let folder = try Self.temporaryFolder()
         defer { try? FileManager.default.removeItem(atPath: folder) }
-        // A shell that ignores SIGHUP, with a report as a server would have written it at start.
-        let stubborn = try Self.start("trap '' HUP; sleep 30")
-        defer { stubborn.terminate() }
+        // A process that ignores SIGHUP (an ignored signal stays ignored across exec), with a report as a server
+        // would have written it at start.
+        let stubborn = try Self.start("trap '' HUP; exec sleep 30")
+        defer { Self.end(stubborn) }
         let pid = stubborn.processIdentifier
         let report = #"{"generation":0,"result":"ok","message":"loaded","configuration":"0123456789ab","at":1}"#
         try Data(report.utf8).write(to: URL(fileURLWithPath: "\(folder)/offer-signer-\(pid).reload"))
@@ -89,8 +90,8 @@ struct ReloadTests {
     func linkedReport() throws {
         let folder = try Self.temporaryFolder()
         defer { try? FileManager.default.removeItem(atPath: folder) }
-        let sleeper = try Self.start("sleep 30")
-        defer { sleeper.terminate() }
+        let sleeper = try Self.start("exec sleep 30")
+        defer { Self.end(sleeper) }
         let pid = sleeper.processIdentifier
         let report = #"{"generation":0,"result":"ok","message":"loaded","configuration":"0123456789ab","at":1}"#
         try Data(report.utf8).write(to: URL(fileURLWithPath: "\(folder)/elsewhere"))
@@ -127,13 +128,27 @@ struct ReloadTests {
         return folder
     }
 
-    /// Starts `/bin/sh -c script` and waits until the shell has run its first command.
+    /// Starts `/bin/sh -c script` with no signal blocked and waits until the shell has run its first command.
+    /// A child inherits the spawning thread's signal mask, and the test runner's threads may block every signal:
+    /// a `sleep` that had SIGHUP blocked would outlive a SIGHUP, and the tests that it was "not signalled" could
+    /// not fail. Scripts `exec` their last command, so `end` reaches the process that holds the test's output.
     static func start(_ script: String) throws -> Process {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: "/bin/sh")
         process.arguments = ["-c", script]
+        var none = sigset_t()
+        var saved = sigset_t()
+        sigemptyset(&none)
+        pthread_sigmask(SIG_SETMASK, &none, &saved)
+        defer { pthread_sigmask(SIG_SETMASK, &saved, nil) }
         try process.run()
         Thread.sleep(forTimeInterval: 0.2)
         return process
+    }
+
+    /// Ends a process `start` started, and waits for it: `swift test` waits for every process holding its output.
+    static func end(_ process: Process) {
+        kill(process.processIdentifier, SIGKILL)
+        process.waitUntilExit()
     }
 }

@@ -1,4 +1,7 @@
 import Foundation
+import OfferAPI
+import OfferServer
+import OfferTesting
 import Testing
 
 #if canImport(FoundationNetworking)
@@ -56,25 +59,35 @@ final class ServerProcess: @unchecked Sendable {
         String(decoding: errorPipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
     }
 
-    struct Reply {
-        let status: Int
-        let body: [String: Any]
-        let text: String
-
-        var errorCode: String? { (body["error"] as? [String: Any])?["code"] as? String }
-        var errorReason: String? { (body["error"] as? [String: Any])?["reason"] as? String }
-        var reasons: [[String: String]] { ((body["error"] as? [String: Any])?["reasons"] as? [[String: String]]) ?? [] }
+    /// `POST path` with a request of the API; the answer with the test kit's helpers (`errorCode`, `reasons`,
+    /// `decode`).
+    func post(_ path: String, _ message: some WireMessage) async throws -> TestResponse {
+        try await post(path, body: Data(message.jsonBytes))
     }
 
-    func post(_ path: String, _ json: [String: Any]) async throws -> Reply {
+    /// `POST path` with any JSON object, as an app might send it.
+    func post(_ path: String, json: [String: Any]) async throws -> TestResponse {
+        try await post(path, body: try JSONSerialization.data(withJSONObject: json))
+    }
+
+    private func post(_ path: String, body: Data) async throws -> TestResponse {
         var request = URLRequest(url: baseURL.appendingPathComponent(path))
         request.httpMethod = "POST"
         request.setValue("application/json", forHTTPHeaderField: "Content-Type")
-        request.httpBody = try JSONSerialization.data(withJSONObject: json)
+        request.httpBody = body
         let (data, response) = try await URLSession.shared.data(for: request)
-        let status = (response as? HTTPURLResponse)?.statusCode ?? 0
-        let body = (try? JSONSerialization.jsonObject(with: data)) as? [String: Any] ?? [:]
-        return Reply(status: status, body: body, text: String(decoding: data, as: UTF8.self))
+        let http = try #require(response as? HTTPURLResponse)
+        var contentType = ""
+        var headers: [HTTPHeader] = []
+        for case (let name as String, let value as String) in http.allHeaderFields {
+            if name.lowercased() == "content-type" {
+                contentType = value
+            } else {
+                headers.append(HTTPHeader(name, value))
+            }
+        }
+        return TestResponse(
+            HTTPResponse(status: http.statusCode, body: Array(data), contentType: contentType, headers: headers))
     }
 }
 
