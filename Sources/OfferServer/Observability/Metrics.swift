@@ -5,35 +5,39 @@ import Synchronization
 /// Labels carry only configured names (app bundle IDs, offer IDs, key IDs) and fixed codes, never values from a
 /// request, so the number of series stays bounded whatever clients send.
 public final class Metrics: Sendable {
-    /// A metric family: its name, help text and type.
+    /// A metric family: its name, help text and type, and its place in the rendering order (also its slot in
+    /// the counters, so a count costs no hashing of the family).
     public struct Family: Sendable, Hashable {
         public let name: String
         public let help: String
         public let type: String
+        let index: Int
 
         public static let requests = Family(
-            name: "offer_signer_http_requests_total", help: "HTTP requests by route and status.", type: "counter")
+            name: "offer_signer_http_requests_total", help: "HTTP requests by route and status.", type: "counter",
+            index: 3)
         public static let signatures = Family(
             name: "offer_signer_signatures_total", help: "Signatures issued by app, offer, format and key ID.",
-            type: "counter")
+            type: "counter", index: 7)
         public static let decisions = Family(
             name: "offer_signer_decisions_total", help: "Eligibility decisions by app, offer and outcome.",
-            type: "counter")
+            type: "counter", index: 4)
         public static let notEligible = Family(
-            name: "offer_signer_not_eligible_total", help: "Refusals by app, offer and reason code.", type: "counter")
+            name: "offer_signer_not_eligible_total", help: "Refusals by app, offer and reason code.", type: "counter",
+            index: 5)
         public static let limitsReached = Family(
             name: "offer_signer_limits_reached_total", help: "Offer limits reached, by app, offer and limit.",
-            type: "counter")
+            type: "counter", index: 6)
         public static let signedDataRejected = Family(
             name: "offer_signer_signed_data_rejected_total",
-            help: "App Store signed data refused, by app and failed check.", type: "counter")
+            help: "App Store signed data refused, by app and failed check.", type: "counter", index: 8)
         public static let reloads = Family(
-            name: "offer_signer_reloads_total", help: "Configuration reloads by result.", type: "counter")
+            name: "offer_signer_reloads_total", help: "Configuration reloads by result.", type: "counter", index: 2)
         public static let configuration = Family(
             name: "offer_signer_configuration_info", help: "The configuration in force (hash of the file), 1.",
-            type: "gauge")
+            type: "gauge", index: 1)
         public static let build = Family(
-            name: "offer_signer_build_info", help: "Version of this build, 1.", type: "gauge")
+            name: "offer_signer_build_info", help: "Version of this build, 1.", type: "gauge", index: 0)
 
         /// The order families are rendered in.
         static let all: [Family] = [
@@ -42,7 +46,8 @@ public final class Metrics: Sendable {
         ]
     }
 
-    private let series = Mutex<[Family: [String: Int]]>([:])
+    /// Per family (by `Family.index`), the value of each series by its rendered labels.
+    private let series = Mutex<[[String: Int]]>(Array(repeating: [:], count: Family.all.count))
 
     public init(version: String = "0.1.0") {
         set(.build, ["version": version], to: 1)
@@ -51,22 +56,22 @@ public final class Metrics: Sendable {
     /// Adds 1 to the series of `family` with `labels` (label names in the order given).
     public func increment(_ family: Family, _ labels: KeyValuePairs<String, String>) {
         let key = Self.render(labels)
-        series.withLock { $0[family, default: [:]][key, default: 0] += 1 }
+        series.withLock { $0[family.index][key, default: 0] += 1 }
     }
 
     /// Sets a gauge; `replacing: true` drops the family's other series (an info metric has one value at a time).
     public func set(_ family: Family, _ labels: KeyValuePairs<String, String>, to value: Int, replacing: Bool = true) {
         let key = Self.render(labels)
         series.withLock {
-            if replacing { $0[family] = [:] }
-            $0[family, default: [:]][key] = value
+            if replacing { $0[family.index] = [:] }
+            $0[family.index][key] = value
         }
     }
 
     /// The current value of one series (for tests and `/readyz`).
     public func value(_ family: Family, _ labels: KeyValuePairs<String, String>) -> Int {
         let key = Self.render(labels)
-        return series.withLock { $0[family]?[key] ?? 0 }
+        return series.withLock { $0[family.index][key] ?? 0 }
     }
 
     /// Prometheus text exposition format 0.0.4.
@@ -75,7 +80,7 @@ public final class Metrics: Sendable {
         var out = ""
         for family in Family.all {
             out += "# HELP \(family.name) \(family.help)\n# TYPE \(family.name) \(family.type)\n"
-            for (labels, value) in (snapshot[family] ?? [:]).sorted(by: { $0.key < $1.key }) {
+            for (labels, value) in snapshot[family.index].sorted(by: { $0.key < $1.key }) {
                 out += "\(family.name){\(labels)} \(value)\n"
             }
         }
@@ -83,7 +88,16 @@ public final class Metrics: Sendable {
     }
 
     private static func render(_ labels: KeyValuePairs<String, String>) -> String {
-        labels.map { "\($0.key)=\"\(escape($0.value))\"" }.joined(separator: ",")
+        var out = ""
+        out.reserveCapacity(96)
+        for (index, label) in labels.enumerated() {
+            if index > 0 { out += "," }
+            out += label.key
+            out += "=\""
+            out += escape(label.value)
+            out += "\""
+        }
+        return out
     }
 
     /// Prometheus label escaping: backslash, quote and newline.

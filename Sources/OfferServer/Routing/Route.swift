@@ -61,6 +61,8 @@ public struct PathPattern: Sendable, Hashable, CustomStringConvertible {
     let segments: [Segment]
     /// The pattern as written: the route's label in metrics and logs.
     public let description: String
+    /// A pattern without parameters matches its own text only: compared whole, no splitting.
+    let isLiteral: Bool
 
     public init(_ pattern: String) {
         description = pattern
@@ -68,23 +70,23 @@ public struct PathPattern: Sendable, Hashable, CustomStringConvertible {
             part.hasPrefix("{") && part.hasSuffix("}")
                 ? .parameter(String(part.dropFirst().dropLast())) : .literal(String(part))
         }
+        isLiteral = segments.allSatisfy { if case .literal = $0 { true } else { false } }
     }
 
-    /// A request path cut into its segments once, for matching against every pattern.
+    /// A request path, cut into its segments only if a pattern with parameters asks, and then once for all.
     struct Path {
-        let parts: ArraySlice<Substring>
-        let isRoot: Bool
+        let text: String
+        private(set) lazy var parts: ArraySlice<Substring> =
+            text.split(separator: "/", omittingEmptySubsequences: false).dropFirst()
 
-        init(_ path: String) {
-            parts = path.split(separator: "/", omittingEmptySubsequences: false).dropFirst()
-            isRoot = path == "/"
-        }
+        init(_ path: String) { text = path }
     }
 
     /// The parameters when `path` matches, else `nil`.
-    func match(_ path: Path) -> [String: String]? {
+    func match(_ path: inout Path) -> [String: String]? {
+        if isLiteral { return path.text == description ? [:] : nil }
         let parts = path.parts
-        guard parts.count == segments.count else { return segments.isEmpty && path.isRoot ? [:] : nil }
+        guard parts.count == segments.count else { return nil }
         var parameters: [String: String] = [:]
         for (segment, part) in zip(segments, parts) {
             switch segment {

@@ -36,11 +36,11 @@ public final class Router: Sendable {
         let requestId = requestIds.take(offered: request.headers["x-request-id"])
         var matched: (Route, [String: String])?
         var allowed: [String] = []
-        let path = PathPattern.Path(request.path)
+        var path = PathPattern.Path(request.path)
         // For a 405: the pattern the path matched, never the path itself (a client's text must not become a label).
         var pattern = "other"
         for route in routes {
-            guard let parameters = route.pattern.match(path) else { continue }
+            guard let parameters = route.pattern.match(&path) else { continue }
             if route.accepts(request.method) {
                 matched = (route, parameters)
                 break
