@@ -1,6 +1,7 @@
 import Foundation
 import OfferAPI
 import OfferCore
+import OfferTesting
 import Testing
 
 @testable import OfferServer
@@ -88,7 +89,7 @@ struct AccessLogTests {
         ]
         for (index, (request, expected, absent)) in cases.enumerated() {
             let requestId = "client-\(index).trace_id:7"
-            let response = try fixture.post(path, request, requestId: requestId)
+            let response = try fixture.client.post(path, request, headers: ["X-Request-Id": requestId])
             #expect(response.header("X-Request-Id") == requestId)
             let lines = fixture.log.accessLines
             #expect(lines.count == index + 1, "exactly one line per request: \(lines)")
@@ -113,7 +114,7 @@ struct AccessLogTests {
         defer { fixture.remove() }
         var request = HTTPRequest(method: "GET", path: "/v1/nowhere")
         request.headers["x-request-id"] = offered
-        let response = try fixture.respond(request)
+        let response = try fixture.client.send(request)
         let echoed = try #require(response.header("X-Request-Id"))
         #expect(echoed != offered)
         // This process's random prefix (12 hex digits), a dash, and a counter in hex.
@@ -121,7 +122,7 @@ struct AccessLogTests {
         #expect(parts.count == 2 && parts[0].count == 12, "\(echoed)")
         #expect(parts.allSatisfy { !$0.isEmpty && $0.allSatisfy(\.isHexDigit) }, "\(echoed)")
         let second = try #require(
-            try fixture.respond(HTTPRequest(method: "GET", path: "/v1/nowhere")).header("X-Request-Id"))
+            try fixture.client.get("/v1/nowhere").header("X-Request-Id"))
         #expect(second != echoed && second.hasPrefix(String(parts[0]) + "-"), "\(second)")
         let line = try Self.fields(try #require(fixture.log.accessLines.first), .logfmt)
         #expect(line["request_id"] == echoed)
@@ -137,14 +138,14 @@ struct AccessLogTests {
         #expect(offered.count == 128)
         var request = HTTPRequest(method: "GET", path: "/v1/nowhere")
         request.headers["x-request-id"] = offered
-        #expect(try fixture.respond(request).header("X-Request-Id") == offered)
+        #expect(try fixture.client.send(request).header("X-Request-Id") == offered)
     }
 
     @Test("above info level the access log is silent")
     func quietAboveInfo() throws {
         let fixture = try ServiceFixture(level: .warning)
         defer { fixture.remove() }
-        let response = try fixture.post(
+        let response = try fixture.client.post(
             "/v1/signatures/promotional-offer",
             PromotionalOfferRequest(
                 bundleId: ServiceFixture.bundleId, productId: ServiceFixture.productId, offerId: "lapsed",
@@ -195,9 +196,9 @@ struct AccessLogTests {
         var secrets = [transaction, otherCustomer, forged]
         var statuses: [Int] = []
         for (path, body) in requests {
-            let response = try fixture.respond(HTTPRequest(method: "POST", path: path, body: body))
+            let response = try fixture.client.post(path, json: body)
             statuses.append(response.status)
-            if let issued = response.json["compactJWS"] as? String { secrets.append(issued) }
+            if let issued = response.json?["compactJWS"]?.stringValue { secrets.append(issued) }
         }
         #expect(statuses == [200, 400, 400, 200, 400])
         #expect(secrets.count == 5, "both issued JWS are checked too")

@@ -300,6 +300,19 @@ final class Barrier<Arrival: Sendable>: Sendable {
     }
 }
 
+/// A count shared across threads.
+final class Counter: Sendable {
+    private let value = Mutex(0)
+
+    /// Adds one and returns the new count.
+    func next() -> Int {
+        value.withLock {
+            $0 += 1
+            return $0
+        }
+    }
+}
+
 /// The threads handler calls ran on.
 final class ThreadIDs: Sendable {
     private let seen = Mutex<Set<UInt>>([])

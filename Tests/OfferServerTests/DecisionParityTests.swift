@@ -1,11 +1,7 @@
-import Foundation
 import OfferAPI
 import OfferCore
-import OfferCrypto
 import OfferServer
-import OfferStore
 import OfferTesting
-import Synchronization
 import Testing
 
 /// One table of customers through the HTTP API (in process) and through `explain`: the verdicts and the reason
@@ -14,9 +10,6 @@ import Testing
 struct DecisionParityTests {
     static let bundleId = "com.example.parity"
     static let product = "com.example.pro.monthly"
-    static let day: Int64 = 86_400_000
-    /// 2026-12-01T00:00:00Z
-    static let now: Int64 = 1_796_083_200_000
 
     /// What a client learns, in a form both surfaces can be reduced to.
     enum Outcome: Equatable, CustomStringConvertible {
@@ -44,76 +37,58 @@ struct DecisionParityTests {
         let expected: Outcome
     }
 
+    /// The test kit's deployment of the parity app (Sandbox data trusted), served in process on its clock.
     final class Fixture {
-        let directory: String
-        let service: OfferService
-        let factory: SignedDataFactory
+        let deployment: TestDeployment
+        let client: TestClient
 
         init() throws {
-            directory = NSTemporaryDirectory() + "offer-signer-parity-\(UUID().uuidString)"
-            try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-            try PrivateKeyFile.writeNew(path: directory + "/key.p8", contents: try SigningKey.generate().pkcs8PEM())
-            factory = try SignedDataFactory.make(
-                notBefore: DecisionParityTests.now / 1000 - 400 * 86_400,
-                notAfter: DecisionParityTests.now / 1000 + 400 * 86_400)
-            try Data(factory.root.der).write(to: URL(fileURLWithPath: directory + "/root.cer"))
-            let config = """
-                {"storage": "memory",
-                 "trust": {"rootCertificates": ["root.cer"], "environments": ["Sandbox"]},
-                 "apps": [{"bundleId": "\(DecisionParityTests.bundleId)",
-                   "issuerId": "57246542-96fe-1a63-e053-0824d011072a",
-                   "keys": [{"keyId": "PARITY0001", "privateKeyFile": "key.p8"}],
-                   "offers": [
-                     {"id": "lapsed", "type": "promotional", "productIds": ["\(DecisionParityTests.product)"],
-                      "eligibility": {"all": [{"subscriptionStatus": ["expired"]}, {"daysSinceExpiry": {"min": 30}}]},
-                      "limits": {"perCustomer": 1}},
-                     {"id": "capped", "type": "promotional", "productIds": ["\(DecisionParityTests.product)"],
-                      "limits": {"total": 1}},
-                     {"id": "wb_listed", "type": "winBack", "productIds": ["\(DecisionParityTests.product)"]},
-                     {"id": "intro", "type": "introductoryOffer", "productIds": ["\(DecisionParityTests.product)"],
-                      "eligibility": {"all": [{"subscriptionStatus": ["expired"]}, {"daysSinceExpiry": {"min": 365}}]}}
-                   ]}]}
-                """
-            let configuration = try Configuration.parse(Array(config.utf8), baseDirectory: directory)
-            let ledger = try configuration.settings.storage.open()
-            let snapshot = try OfferService.snapshot(
-                configuration, catalog: try configuration.loadCatalog(), ledger: ledger)
-            service = OfferService(
-                snapshot: snapshot, ledger: ledger, clock: { DecisionParityTests.now },
-                log: Logger(level: .error))
+            let product = DecisionParityTests.product
+            deployment = try TestDeployment(
+                apps: """
+                    [{"bundleId": "\(DecisionParityTests.bundleId)",
+                      "offers": [
+                        {"id": "lapsed", "type": "promotional", "productIds": ["\(product)"],
+                         "eligibility": {"all": [{"subscriptionStatus": ["expired"]}, {"daysSinceExpiry": {"min": 30}}]},
+                         "limits": {"perCustomer": 1}},
+                        {"id": "capped", "type": "promotional", "productIds": ["\(product)"], "limits": {"total": 1}},
+                        {"id": "wb_listed", "type": "winBack", "productIds": ["\(product)"]},
+                        {"id": "intro", "type": "introductoryOffer", "productIds": ["\(product)"],
+                         "eligibility": {"all": [{"subscriptionStatus": ["expired"]}, {"daysSinceExpiry": {"min": 365}}]}}
+                      ]}]
+                    """, environments: ["Sandbox"], keyId: "PARITY0001")
+            do {
+                client = try deployment.client()
+            } catch {
+                deployment.remove()
+                throw error
+            }
         }
 
-        deinit { try? FileManager.default.removeItem(atPath: directory) }
+        deinit { deployment.remove() }
+
+        /// The service's time.
+        var now: Int64 { client.clock.now }
 
         /// A subscription transaction of customer `original` that lapsed `lapsedDays` ago (negative: active).
         func transaction(_ original: String, lapsedDays: Int64) throws -> String {
-            let expires = DecisionParityTests.now - lapsedDays * DecisionParityTests.day
-            return try factory.sign(
-                SignedDataFactory.subscriptionTransaction(
-                    bundleId: DecisionParityTests.bundleId, originalTransactionId: original,
-                    purchaseDate: expires - 30 * DecisionParityTests.day, expiresDate: expires,
-                    signedDate: DecisionParityTests.now))
+            try deployment.transaction(
+                bundleId: DecisionParityTests.bundleId, expiredDaysAgo: lapsedDays, originalTransactionId: original)
         }
 
         func renewal(_ original: String, _ overrides: [String: JSONValue]) throws -> String {
-            try factory.sign(
-                SignedDataFactory.renewalInfo(
-                    originalTransactionId: original, autoRenewStatus: 0, signedDate: DecisionParityTests.now,
-                    overrides: overrides))
+            try deployment.renewalInfo(originalTransactionId: original, overrides: overrides)
         }
 
         /// The API's answer, reduced to an outcome.
         func api(_ row: Row) throws -> Outcome {
-            var writer = JSONWriter()
-            writer.value(row.request)
-            let response = send(HTTPRequest(method: "POST", path: row.path, body: writer.bytes))
-            let body = try JSONParser.parse(response.body)
+            let response = try client.post(row.path, json: row.request)
             if response.status != 200 {
-                let error = try #require(body["error"])
-                let code = try #require(error["code"]?.stringValue)
-                guard code == "not_eligible" else { return .refused(status: response.status, code: code) }
-                return .notEligible(error["reasons"]?.arrayValue?.compactMap { $0["code"]?.stringValue } ?? [])
+                let code = try #require(response.errorCode, "\(response)")
+                guard code == .notEligible else { return .refused(status: response.status, code: code.rawValue) }
+                return .notEligible(response.reasons.map(\.code))
             }
+            let body = try #require(response.json, "\(response)")
             if let offer = row.winBackOffer {
                 let listed = body["winBackOffers"]?.arrayValue?.contains { $0["offerId"]?.stringValue == offer }
                 return listed == true ? .eligible : .notEligible([])
@@ -128,8 +103,8 @@ struct DecisionParityTests {
         /// trace (the listing just leaves the offer out), so the listing side compares membership.
         func explain(_ row: Row) -> (Outcome, Explanation) {
             let explanation = Explanation.explain(
-                row.request, offerId: row.winBackOffer, service: service.snapshot.eligibility,
-                now: DecisionParityTests.now, ledger: "the service's own")
+                row.request, offerId: row.winBackOffer, service: client.service.snapshot.eligibility, now: now,
+                ledger: "the service's own")
             switch explanation.verdict {
             case .eligible, .listing: return (.eligible, explanation)
             case .notEligible(let reasons):
@@ -137,13 +112,6 @@ struct DecisionParityTests {
             case .error(let status, let error):
                 return (.refused(status: status, code: error.code.rawValue), explanation)
             }
-        }
-
-        private func send(_ request: HTTPRequest) -> HTTPResponse {
-            let answer = Mutex<HTTPResponse?>(nil)
-            service.handle(request, Responder { response in answer.withLock { $0 = response } })
-            // Every route of this service answers before `handle` returns.
-            return answer.withLock { $0 } ?? HTTPResponse(status: 0, body: [])
         }
     }
 
@@ -197,7 +165,8 @@ struct DecisionParityTests {
                                 try fixture.renewal(
                                     "1000000000000003",
                                     [
-                                        "gracePeriodExpiresDate": .int(Self.now + Self.day),
+                                        "gracePeriodExpiresDate": .int(
+                                            fixture.now + TestClock.millisecondsPerDay),
                                         "isInBillingRetryPeriod": .bool(true),
                                     ]
                                 )),
@@ -309,7 +278,8 @@ struct DecisionParityTests {
             "signedRenewalInfo": .string(try fixture.renewal("1000000000000020", [:])),
         ])
         let explanation = Explanation.explain(
-            request, offerId: "wb_listed", service: fixture.service.snapshot.eligibility, now: Self.now, ledger: "x")
+            request, offerId: "wb_listed", service: fixture.client.service.snapshot.eligibility, now: fixture.now,
+            ledger: "x")
         #expect(
             explanation.verdict
                 == .notEligible([FailedRule(rule: "appleWinBackEligibility", code: "not_offered_by_apple")]))

@@ -36,12 +36,10 @@ struct MetricsTests {
         }
 
         func signedData(_ fixture: ServiceFixture) throws -> SignedData {
-            let payload = SignedDataFactory.subscriptionTransaction(
-                bundleId: ServiceFixture.bundleId, productId: ServiceFixture.productId,
-                purchaseDate: ServiceFixture.now - 120 * ServiceFixture.dayMs,
-                expiresDate: ServiceFixture.now - 90 * ServiceFixture.dayMs, signedDate: ServiceFixture.now,
-                environment: "Production")
-            let seconds = ServiceFixture.now / 1000
+            let deployment = fixture.deployment
+            let payload = deployment.transactionPayload(
+                bundleId: ServiceFixture.bundleId, expiredDaysAgo: 90, environment: "Production")
+            let seconds = deployment.clock.now / 1000
             switch self {
             case .notAJWS:
                 return SignedData(transaction: "not-a-jws")
@@ -53,12 +51,12 @@ struct MetricsTests {
                 let stranger = try SignedDataFactory.make(notBefore: seconds - 86_400, notAfter: seconds + 86_400)
                 return SignedData(transaction: try stranger.sign(payload))
             case .missingAppleExtension:
+                let authority = deployment.authority
                 let leaf = try TestCertificateAuthority.makeLeaf(
-                    issuer: fixture.factory.intermediate, notBefore: seconds - 86_400, notAfter: seconds + 86_400,
+                    issuer: authority.intermediate, notBefore: seconds - 86_400, notAfter: seconds + 86_400,
                     includeAppleOID: false)
                 let token = try SignedDataFactory.sign(
-                    payload, certificates: [leaf.der, fixture.factory.intermediate.der, fixture.factory.root.der],
-                    key: leaf.key)
+                    payload, certificates: [leaf.der, authority.intermediate.der, authority.root.der], key: leaf.key)
                 return SignedData(transaction: token)
             case .badSignature:
                 let token = try fixture.transaction(expiredDaysAgo: 90)
@@ -109,11 +107,11 @@ struct MetricsTests {
         let fixture = try ServiceFixture()
         defer { fixture.remove() }
         let body = endpoint.body(try refusal.signedData(fixture))
-        let response = try fixture.respond(HTTPRequest(method: "POST", path: endpoint.rawValue, body: body))
+        let response = try fixture.client.post(endpoint.rawValue, json: body)
         #expect(response.status == 400)
-        #expect(response.errorCode == "untrusted_signed_data")
-        #expect((response.json["error"] as? [String: Any])?["reason"] as? String == refusal.reason.rawValue)
-        let metrics = fixture.service.metrics
+        #expect(response.errorCode == .untrustedSignedData)
+        #expect(response.errorReason == refusal.reason.rawValue)
+        let metrics = fixture.client.service.metrics
         for reason in SignedDataError.Reason.allCases {
             let count = metrics.value(.signedDataRejected, ["app": ServiceFixture.bundleId, "reason": reason.rawValue])
             #expect(count == (reason == refusal.reason ? 1 : 0), "\(reason)")
@@ -129,13 +127,13 @@ struct MetricsTests {
         let fixture = try ServiceFixture()
         defer { fixture.remove() }
         for daysAgo: Int64 in [-5, -3, 90] {
-            _ = try fixture.post(
+            _ = try fixture.client.post(
                 "/v1/signatures/promotional-offer",
                 PromotionalOfferRequest(
                     bundleId: ServiceFixture.bundleId, productId: ServiceFixture.productId, offerId: "lapsed",
                     signedData: SignedData(transaction: try fixture.transaction(expiredDaysAgo: daysAgo))))
         }
-        let metrics = fixture.service.metrics
+        let metrics = fixture.client.service.metrics
         let app = ServiceFixture.bundleId
         #expect(
             metrics.value(
@@ -149,8 +147,8 @@ struct MetricsTests {
     func limitsReached() throws {
         let fixture = try ServiceFixture()
         defer { fixture.remove() }
-        func sign(_ customer: String) throws -> HTTPResponse {
-            try fixture.post(
+        func sign(_ customer: String) throws -> TestResponse {
+            try fixture.client.post(
                 "/v1/signatures/promotional-offer",
                 PromotionalOfferRequest(
                     bundleId: ServiceFixture.bundleId, productId: ServiceFixture.productId, offerId: "once",
@@ -162,7 +160,7 @@ struct MetricsTests {
         #expect(try sign("3000000000000001").status == 403)
         #expect(try sign("3000000000000002").status == 200)
         #expect(try sign("3000000000000003").status == 403)
-        let metrics = fixture.service.metrics
+        let metrics = fixture.client.service.metrics
         let app = ServiceFixture.bundleId
         #expect(metrics.value(.limitsReached, ["app": app, "offer": "once", "limit": "perCustomer"]) == 1)
         #expect(metrics.value(.limitsReached, ["app": app, "offer": "once", "limit": "total"]) == 1)
@@ -180,27 +178,27 @@ struct MetricsTests {
         defer { fixture.remove() }
         let signedData = SignedData(transaction: try fixture.transaction(expiredDaysAgo: 90))
         for format in [SignatureFormat.jws, .legacy, .legacy] {
-            let response = try fixture.post(
+            let response = try fixture.client.post(
                 "/v1/signatures/promotional-offer",
                 PromotionalOfferRequest(
                     bundleId: ServiceFixture.bundleId, productId: ServiceFixture.productId, offerId: "lapsed",
                     format: format, signedData: signedData))
             #expect(response.status == 200)
         }
-        let intro = try fixture.post(
+        let intro = try fixture.client.post(
             "/v1/signatures/introductory-offer-eligibility",
             IntroductoryOfferEligibilityRequest(
                 bundleId: ServiceFixture.bundleId, productId: ServiceFixture.productId, signedData: signedData))
         #expect(intro.status == 200)
-        let metrics = fixture.service.metrics
+        let metrics = fixture.client.service.metrics
         let (app, keyId) = (ServiceFixture.bundleId, ServiceFixture.keyId)
         #expect(metrics.value(.signatures, ["app": app, "offer": "lapsed", "format": "jws", "key_id": keyId]) == 1)
         #expect(metrics.value(.signatures, ["app": app, "offer": "lapsed", "format": "legacy", "key_id": keyId]) == 2)
         #expect(
             metrics.value(.signatures, ["app": app, "offer": "intro", "format": "introductory", "key_id": keyId]) == 1)
-        let metricsPage = try fixture.respond(HTTPRequest(method: "GET", path: "/metrics"))
+        let metricsPage = try fixture.client.get("/metrics")
         #expect(
-            String(decoding: metricsPage.body, as: UTF8.self).contains(
+            metricsPage.text.contains(
                 #"offer_signer_signatures_total{app="com.example.ops",offer="lapsed",format="legacy",key_id="OPSKEY0001"} 2"#
             ))
     }
@@ -209,12 +207,11 @@ struct MetricsTests {
     func reloads() throws {
         let fixture = try ServiceFixture()
         defer { fixture.remove() }
-        let service = fixture.service
-        let first = fixture.configuration.hash
+        let service = fixture.client.service
+        let first = try Configuration.read(path: fixture.deployment.configurationPath).hash
         #expect(service.metrics.value(.configuration, ["configuration": first]) == 1)
 
-        let second = try ServiceFixture.configuration(
-            in: fixture.directory, environments: ["Production", "Sandbox"], offers: ServiceFixture.offers)
+        let second = try fixture.configuration(environments: ["Production", "Sandbox"])
         #expect(second.hash != first)
         try service.replace(second, catalog: try second.loadCatalog())
         service.recordReload(succeeded: true)
@@ -224,9 +221,9 @@ struct MetricsTests {
             Array(
                 """
                 {"trust": {"rootCertificates": ["missing.cer"]},
-                 "apps": [{"bundleId": "b", "issuerId": "57246542-96fe-1a63-e053-0824d011072a",
-                           "keys": [{"keyId": "K", "privateKeyFile": "key.p8"}], "offers": []}]}
-                """.utf8), baseDirectory: fixture.directory)
+                 "apps": [{"bundleId": "b", "issuerId": "\(TestDeployment.defaultIssuerId)",
+                           "keys": [{"keyId": "K", "privateKeyFile": "\(fixture.deployment.keyPath)"}], "offers": []}]}
+                """.utf8), baseDirectory: fixture.deployment.directory)
         #expect(throws: ConfigErrors.self) { try service.replace(broken, catalog: try broken.loadCatalog()) }
         service.recordReload(succeeded: false)
 
@@ -236,12 +233,11 @@ struct MetricsTests {
         #expect(metrics.value(.configuration, ["configuration": second.hash]) == 1)
         #expect(metrics.value(.configuration, ["configuration": first]) == 0)
         #expect(metrics.value(.configuration, ["configuration": broken.hash]) == 0)
-        let page = String(
-            decoding: try fixture.respond(HTTPRequest(method: "GET", path: "/metrics")).body, as: UTF8.self)
+        let page = try fixture.client.get("/metrics").text
         #expect(page.contains(#"offer_signer_configuration_info{configuration="\#(second.hash)"} 1"#))
         #expect(!page.contains(first))
         #expect(page.contains(#"offer_signer_reloads_total{result="failed"} 1"#))
-        let ready = try fixture.respond(HTTPRequest(method: "GET", path: "/readyz"))
-        #expect(ready.json["configuration"] as? String == second.hash)
+        let ready = try fixture.client.get("/readyz")
+        #expect(ready.json?["configuration"]?.stringValue == second.hash)
     }
 }

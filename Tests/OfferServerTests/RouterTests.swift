@@ -1,6 +1,7 @@
 import Foundation
 import OfferAPI
 import OfferCore
+import OfferTesting
 import Testing
 
 @testable import OfferServer
@@ -11,10 +12,10 @@ struct RouterTests {
     /// A router over `routes` with the access log and metrics, logging into `log`.
     static func router(_ routes: [Route], fixture: ServiceFixture, metrics: Metrics = Metrics()) -> Router {
         let steps: [any Middleware] = [AccessLogMiddleware(), MetricsMiddleware(metrics)]
-        let snapshot = fixture.service.snapshot
+        let snapshot = fixture.client.service.snapshot
         return Router(
             routes: routes, middleware: [.api: steps], unmatchedMiddleware: steps, snapshot: { snapshot },
-            clock: { ServiceFixture.now }, log: Logger(level: .info, writer: fixture.log.append))
+            clock: fixture.client.clock.read, log: Logger(level: .info, writer: fixture.log.append))
     }
 
     /// A handler answering with the route it was reached through and its parameters.
@@ -58,17 +59,17 @@ struct RouterTests {
         let operations = try Self.documentedOperations()
         #expect(operations.count == 9)
         for (path, method) in operations {
-            let response = try fixture.respond(HTTPRequest(method: method, path: path))
+            let response = try fixture.client.send(HTTPRequest(method: method, path: path))
             // POST routes are reached with no body: their handler refuses it; GET routes answer.
             #expect(response.status == (method == "POST" ? 400 : 200), "\(method) \(path)")
-            #expect(response.errorCode != "not_found" && response.errorCode != "method_not_allowed")
+            #expect(response.errorCode != .notFound && response.errorCode != .methodNotAllowed)
         }
         for path in Set(operations.map(\.path)) {
             let allowed = operations.filter { $0.path == path }.map(\.method)
             for method in ["GET", "POST", "PUT", "DELETE", "PATCH"] where !allowed.contains(method) {
-                let response = try fixture.respond(HTTPRequest(method: method, path: path))
+                let response = try fixture.client.send(HTTPRequest(method: method, path: path))
                 #expect(response.status == 405, "\(method) \(path)")
-                #expect(response.errorCode == "method_not_allowed")
+                #expect(response.errorCode == .methodNotAllowed)
                 let allow = try #require(response.header("Allow"))
                 #expect(Set(allow.components(separatedBy: ", ")) == Set(allowed), "\(path): Allow \(allow)")
             }
@@ -85,12 +86,12 @@ struct RouterTests {
         let fixture = try ServiceFixture()
         defer { fixture.remove() }
         for method in ["GET", "POST"] {
-            let response = try fixture.respond(HTTPRequest(method: method, path: path))
+            let response = try fixture.client.send(HTTPRequest(method: method, path: path))
             #expect(response.status == 404, "\(method) \(path)")
             #expect(response.contentType == "application/json")
-            let error = try #require(response.json["error"] as? [String: String])
-            #expect(error == ["code": "not_found", "message": "no route for \(path)"])
-            #expect(!String(decoding: response.body, as: UTF8.self).contains("# HELP"))
+            let error = try #require(response.json?["error"])
+            #expect(error == .object(["code": .string("not_found"), "message": .string("no route for \(path)")]))
+            #expect(!response.text.contains("# HELP"))
         }
     }
 
@@ -98,22 +99,24 @@ struct RouterTests {
     func methodNotAllowed() throws {
         let fixture = try ServiceFixture()
         defer { fixture.remove() }
-        let router = Self.router(
-            [
-                .sync("GET", "/v1/things", Self.echo), .sync("POST", "/v1/things", Self.echo),
-                .sync("DELETE", "/v1/things/{id}", Self.echo),
-            ], fixture: fixture)
-        let put = try answer(router.handle, HTTPRequest(method: "PUT", path: "/v1/things"))
+        let router = fixture.client(
+            of: Self.router(
+                [
+                    .sync("GET", "/v1/things", Self.echo), .sync("POST", "/v1/things", Self.echo),
+                    .sync("DELETE", "/v1/things/{id}", Self.echo),
+                ], fixture: fixture
+            ).handle)
+        let put = try router.send(HTTPRequest(method: "PUT", path: "/v1/things"))
         #expect(put.status == 405)
         #expect(put.header("Allow") == "GET, HEAD, POST")
-        #expect(put.errorCode == "method_not_allowed")
-        let head = try answer(router.handle, HTTPRequest(method: "HEAD", path: "/v1/things"))
+        #expect(put.errorCode == .methodNotAllowed)
+        let head = try router.send(HTTPRequest(method: "HEAD", path: "/v1/things"))
         #expect(head.status == 200)
-        #expect(head.json["route"] as? String == "/v1/things")
-        let post = try answer(router.handle, HTTPRequest(method: "POST", path: "/v1/things/7"))
+        #expect(head.json?["route"] == .string("/v1/things"))
+        let post = try router.send(HTTPRequest(method: "POST", path: "/v1/things/7"))
         #expect(post.status == 405)
         #expect(post.header("Allow") == "DELETE")
-        #expect(try answer(router.handle, HTTPRequest(method: "HEAD", path: "/v1/things/7")).status == 405)
+        #expect(try router.send(HTTPRequest(method: "HEAD", path: "/v1/things/7")).status == 405)
     }
 
     @Test(
@@ -134,18 +137,21 @@ struct RouterTests {
     func parameters(path: String, expected: [String: String]?) throws {
         let fixture = try ServiceFixture()
         defer { fixture.remove() }
-        let router = Self.router(
-            [
-                .sync("GET", "/v1/apps/{bundleId}", Self.echo), .sync("GET", "/v1/apps/{bundleId}/offers", Self.echo),
-                .sync("GET", "/v1/apps/{bundleId}/offers/{offerId}", Self.echo),
-            ], fixture: fixture)
-        let response = try answer(router.handle, HTTPRequest(method: "GET", path: path))
+        let router = fixture.client(
+            of: Self.router(
+                [
+                    .sync("GET", "/v1/apps/{bundleId}", Self.echo),
+                    .sync("GET", "/v1/apps/{bundleId}/offers", Self.echo),
+                    .sync("GET", "/v1/apps/{bundleId}/offers/{offerId}", Self.echo),
+                ], fixture: fixture
+            ).handle)
+        let response = try router.send(HTTPRequest(method: "GET", path: path))
         if let expected {
             #expect(response.status == 200)
-            #expect(response.json as? [String: String] == expected)
+            #expect(response.json == .object(expected.mapValues(JSONValue.string)))
         } else {
             #expect(response.status == 404)
-            #expect(response.errorCode == "not_found")
+            #expect(response.errorCode == .notFound)
         }
     }
 
@@ -154,11 +160,13 @@ struct RouterTests {
         let fixture = try ServiceFixture()
         defer { fixture.remove() }
         let metrics = Metrics()
-        let router = Self.router([.sync("POST", "/v1/apps/{bundleId}", Self.echo)], fixture: fixture, metrics: metrics)
+        let router = fixture.client(
+            of: Self.router([.sync("POST", "/v1/apps/{bundleId}", Self.echo)], fixture: fixture, metrics: metrics)
+                .handle)
         let paths = ["/v1/apps/client-chosen-1", "/v1/apps/client-chosen-2"]
         for path in paths {
-            #expect(try answer(router.handle, HTTPRequest(method: "POST", path: path)).status == 200)
-            #expect(try answer(router.handle, HTTPRequest(method: "DELETE", path: path)).status == 405)
+            #expect(try router.send(HTTPRequest(method: "POST", path: path)).status == 200)
+            #expect(try router.send(HTTPRequest(method: "DELETE", path: path)).status == 405)
         }
         #expect(metrics.value(.requests, ["route": "/v1/apps/{bundleId}", "status": "200"]) == 2)
         #expect(metrics.value(.requests, ["route": "/v1/apps/{bundleId}", "status": "405"]) == 2)
@@ -185,11 +193,11 @@ struct RouterTests {
             kind == "sync"
             ? .sync("POST", "/v1/fail") { _, _ in throw LeakyFailure() }
             : .async("POST", "/v1/fail") { _, _, respond in respond(.failure(LeakyFailure())) }
-        let router = Self.router([route], fixture: fixture)
-        let response = try answer(router.handle, HTTPRequest(method: "POST", path: "/v1/fail"))
+        let router = fixture.client(of: Self.router([route], fixture: fixture).handle)
+        let response = try router.send(HTTPRequest(method: "POST", path: "/v1/fail"))
         #expect(response.status == 500)
         #expect(
-            String(decoding: response.body, as: UTF8.self)
+            response.text
                 == #"{"error":{"code":"internal_error","message":"the server failed to handle the request"}}"#)
         let errors = fixture.log.all.filter { $0.hasPrefix("level=error") }
         #expect(errors.count == 1)
