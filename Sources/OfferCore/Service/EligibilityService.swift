@@ -60,14 +60,18 @@ public struct EligibilityService: Sendable {
     // MARK: - Questions
 
     /// May the customer have promotional offer `offerId` on `productId`?
+    ///
+    /// `countingLimits: false` leaves the offer's limits to the caller: the signature route has the ledger count
+    /// and record in one atomic step anyway, so reading the counts here too would be a second query for nothing.
     public func promotionalOffer(
-        bundleId: String, productId: String, offerId: String, signedData: SignedData, now: Int64
+        bundleId: String, productId: String, offerId: String, signedData: SignedData, now: Int64,
+        countingLimits: Bool = true
     ) throws(OfferError) -> Verdict {
         let app = try app(bundleId)
         let offer = try offer(offerId, of: app, kind: .promotional, productId: productId)
         let customer = try customer(signedData, of: app, now: now)
-        return Verdict(
-            app: app, productId: productId, customer: customer, decision: try decide(offer, app, customer, now))
+        let decision = try decide(offer, app, customer, now, usage: countingLimits ? usage : nil)
+        return Verdict(app: app, productId: productId, customer: customer, decision: decision)
     }
 
     /// Introductory offer eligibility for `productId`: the offer named, else the app's first `introductoryOffer`
@@ -101,7 +105,8 @@ public struct EligibilityService: Sendable {
             throw .invalidRequest("the signed data carries no transaction identifier")
         }
         return Verdict(
-            app: app, productId: productId, customer: customer, decision: try decide(offer, app, customer, now))
+            app: app, productId: productId, customer: customer,
+            decision: try decide(offer, app, customer, now, usage: usage))
     }
 
     /// The promotional offers and Apple's win-back offers this customer may have, on `productIds` when given.
@@ -119,7 +124,7 @@ public struct EligibilityService: Sendable {
             case .promotional:
                 let products = offer.productIds.filter { filter?.contains($0) ?? true }
                 guard !products.isEmpty else { continue }
-                let decision = try decide(offer, app, customer, now)
+                let decision = try decide(offer, app, customer, now, usage: usage)
                 decisions.append(decision)
                 if decision.isEligible { promotional += products.map { Choice(offerId: offer.id, productId: $0) } }
             default:
@@ -127,7 +132,7 @@ public struct EligibilityService: Sendable {
                 let current = customer?.facts.productId
                 let productId = current.flatMap { offer.productIds.contains($0) ? $0 : nil } ?? offer.productIds[0]
                 if let filter, !filter.contains(productId) { continue }
-                let decision = try decide(offer, app, customer, now)
+                let decision = try decide(offer, app, customer, now, usage: usage)
                 decisions.append(decision)
                 if decision.isEligible { winBack[offer.id] = Choice(offerId: offer.id, productId: productId) }
             }
@@ -203,7 +208,7 @@ public struct EligibilityService: Sendable {
     }
 
     private func decide(
-        _ offer: Offer, _ app: Catalog.App, _ customer: VerifiedCustomer?, _ now: Int64
+        _ offer: Offer, _ app: Catalog.App, _ customer: VerifiedCustomer?, _ now: Int64, usage: (any UsageCounts)?
     ) throws(OfferError) -> OfferDecision {
         do {
             return try OfferDecision.decide(offer, bundleId: app.bundleId, customer: customer, now: now, usage: usage)

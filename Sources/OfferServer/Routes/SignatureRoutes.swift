@@ -19,28 +19,26 @@ struct SignatureRoutes {
     func promotionalOffer(_ request: HTTPRequest, _ context: RequestContext) throws -> HTTPResponse {
         let body = try PromotionalOfferRequest.decode(request.body)
         context.recordSubject(bundleId: body.bundleId, offerId: body.offerId)
+        // The limits are left to the ledger's atomic count-and-record below: one query, and two requests can
+        // never both take the last signature.
         var verdict = try context.snapshot.eligibility.promotionalOffer(
             bundleId: body.bundleId, productId: body.productId, offerId: body.offerId, signedData: body.signedData,
-            now: context.now)
+            now: context.now, countingLimits: false)
         let app = verdict.app
         let key = app.signingKey
         let nonce = nonce()
         var recorded = false
         if verdict.decision.isEligible, let limits = verdict.offer.limits {
-            // The decision read the counts; the ledger counts again and records in one atomic step, so two
-            // requests can never both take the last signature.
             let customerKey = verdict.customer?.facts.customerKey
             let signature = IssuedSignature(
                 bundleId: app.bundleId, offerId: verdict.offer.id, customerKey: customerKey, nonce: nonce,
                 keyId: key.keyId, format: body.format.rawValue, issuedAt: context.now)
             let outcome = try record(signature) { LimitPolicy.allows(limits, usage: $0, customerKey: customerKey) }
             recorded = outcome.recorded
-            if !outcome.recorded {
-                verdict = verdict.replacingDecision(
-                    verdict.decision.replacingLimits(
-                        with: LimitPolicy.evaluate(
-                            limits, usage: outcome.usage, customerKey: customerKey, path: verdict.offer.path)))
-            }
+            verdict = verdict.replacingDecision(
+                verdict.decision.replacingLimits(
+                    with: LimitPolicy.evaluate(
+                        limits, usage: outcome.usage, customerKey: customerKey, path: verdict.offer.path)))
         }
         guard case .eligible = verdict.decision.outcome else {
             let reasons = verdict.decision.outcome.reasons
