@@ -7,7 +7,8 @@ import OfferCrypto
 
 /// The ledger's place on disk: it holds who got which offer, so only the service's user may read it. Missing
 /// folders are created 0700 and a missing file 0600 before SQLite opens it (SQLite gives its `-wal` and `-shm`
-/// files the database file's mode). Existing folders and files keep their mode.
+/// files the database file's mode). An existing ledger that group or others can read or write (made by hand, or
+/// by an older release) is tightened to 0600 with its `-wal` and `-shm`; existing folders keep their mode.
 enum LedgerFile {
     /// Prepares `path` for SQLite; nothing to do for `:memory:`, a temporary database (`""`) or a `file:` URI.
     static func prepare(_ path: String) throws(LedgerError) {
@@ -20,6 +21,18 @@ enum LedgerFile {
             close(descriptor)
         } else if errno != EEXIST {
             throw LedgerError("cannot create the ledger file \(path): \(systemError(errno))")
+        } else {
+            for file in [path, path + "-wal", path + "-shm"] { try tighten(file) }
+        }
+    }
+
+    /// Takes group and others' access away from an existing regular file; a missing file is no error.
+    private static func tighten(_ file: String) throws(LedgerError) {
+        var info = stat()
+        guard lstat(file, &info) == 0, (info.st_mode & S_IFMT) == S_IFREG, info.st_mode & 0o077 != 0 else { return }
+        guard chmod(file, 0o600) == 0 else {
+            throw LedgerError(
+                "the ledger file \(file) is readable by others and cannot be made private: \(systemError(errno))")
         }
     }
 

@@ -27,7 +27,9 @@ enum ExplainCommand {
             }
             now = parsed
         }
-        let request: JSONValue
+        // The request as the app sends it (bytes, checked as the service checks a body), or built from options.
+        var body: [UInt8]?
+        let request: JSONValue?
         if let source = options["request"] {
             for option in [
                 "bundle-id", "product-id", "signed-transaction", "signed-renewal-info", "signed-app-transaction",
@@ -35,30 +37,28 @@ enum ExplainCommand {
             where options[option] != nil {
                 throw UsageError("--\(option) cannot be combined with --request: the request carries it")
             }
-            request = try readRequest(source)
+            let bytes = source == "-" ? readStandardInput() : FileBytes.read(source)
+            guard let bytes else { throw CommandError("\(source): cannot read the request") }
+            body = bytes
+            request = try? JSONParser.parse(bytes)
         } else {
             request = try assembleRequest(options, catalog: catalog)
         }
-        if let offer = options["offer"], let named = request["offerId"]?.stringValue, named != offer {
+        if let offer = options["offer"], let named = request?["offerId"]?.stringValue, named != offer {
             throw UsageError("--offer \(offer) differs from the request's offerId \(named)")
         }
         let (ledger, ledgerNote) = openLedger(configuration.settings.storage)
-        let snapshot = try ServeCommand.snapshot(configuration, catalog: catalog, ledger: ledger)
-        let explanation = Explanation.explain(
-            request, offerId: options["offer"], service: snapshot.eligibility, now: now, ledger: ledgerNote)
+        let service = try ServeCommand.snapshot(configuration, catalog: catalog, ledger: ledger).eligibility
+        let explanation: Explanation
+        if let body {
+            explanation = Explanation.explain(
+                body: body, offerId: options["offer"], service: service, now: now, ledger: ledgerNote)
+        } else {
+            explanation = Explanation.explain(
+                request ?? .null, offerId: options["offer"], service: service, now: now, ledger: ledgerNote)
+        }
         Console.out(explanation.text)
         return explanation.exitStatus
-    }
-
-    /// The app's request body from a file or standard input (`-`).
-    private static func readRequest(_ source: String) throws -> JSONValue {
-        let bytes = source == "-" ? readStandardInput() : FileBytes.read(source)
-        guard let bytes else { throw CommandError("\(source): cannot read the request") }
-        do {
-            return try JSONParser.parse(bytes)
-        } catch {
-            throw CommandError("\(source): the request is not valid JSON: \(error.description)")
-        }
     }
 
     /// A request body from separate options: the app (`--bundle-id`, else the one app with the offer), the offer

@@ -32,9 +32,9 @@ enum Help {
         Prints "offer-signer listening on http://HOST:PORT" once ready. SIGTERM or SIGINT stop it
         gracefully: new connections are refused, requests in flight finish, exit status 0. SIGHUP reloads
         the configuration, keys and roots (for key rotation); if anything fails to load, the previous
-        configuration keeps serving and the reason is logged. "listen", "storage", "rateLimit" and
-        "logging" need a restart. `offer-signer reload --pid PID` sends SIGHUP and reports whether that
-        reload worked. Every API request is logged at info level in one line (request ID, route, status,
+        configuration keeps serving and the reason is logged. "listen", "rateLimit" and "logging" take
+        effect after a restart; a changed "storage" makes the reload fail (restart to use it).
+        `offer-signer reload --pid PID` sends SIGHUP and reports whether that reload worked. Every API request is logged at info level in one line (request ID, route, status,
         duration, app, offer, decision, reason code) to standard error.
 
           --config FILE        configuration file (JSON), required

@@ -105,10 +105,15 @@ enum ServeCommand {
             let (configuration, catalog) = try loadConfiguration(path)
             let next = configuration.settings
             let now = running.settings
-            if next.storage != now.storage || next.listen != now.listen || next.rateLimit != now.rateLimit
-                || next.logging != now.logging
-            {
-                log.warning("reload: changes to listen, storage, rateLimit or logging take effect only after a restart")
+            // The ledger is opened once, at start: a catalog whose limits need another ledger (or one where there
+            // was none) cannot be served by this process, so such a reload is refused rather than half-applied.
+            guard next.storage == now.storage else {
+                throw CommandError(
+                    "$.storage: changed from \(now.storage) to \(next.storage); the ledger is opened at start, so "
+                        + "restart the service to use it")
+            }
+            if next.listen != now.listen || next.rateLimit != now.rateLimit || next.logging != now.logging {
+                log.warning("reload: changes to listen, rateLimit or logging take effect only after a restart")
             }
             for warning in configuration.warnings(at: SystemClock.nowMilliseconds()) { log.warning(warning) }
             do {

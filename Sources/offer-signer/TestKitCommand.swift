@@ -46,8 +46,16 @@ enum TestKitCommand {
         let kinds: [String: SignedDataKind] = [
             "transaction": .transaction, "renewal-info": .renewalInfo, "app-transaction": .appTransaction,
         ]
-        guard options.positionals.count == 1, let kind = kinds[options.positionals[0]] else {
+        guard options.positionals.count == 1 else {
             throw UsageError("name what to sign: transaction, renewal-info or app-transaction")
+        }
+        let word = options.positionals[0]
+        guard let kind = kinds[word] else {
+            var message = "unknown kind \"\(word)\" to sign"
+            if let near = NameSuggestion.closest(to: word, among: kinds.keys.sorted()) {
+                message += "; did you mean \"\(near)\"?"
+            }
+            throw UsageError(message + " (transaction, renewal-info or app-transaction)")
         }
         let directory = try options.required("ca")
         let payloadPath = try options.required("payload")

@@ -93,11 +93,21 @@ struct ExplainTests {
             #expect(usage.output.isEmpty)
             #expect(usage.error.hasPrefix("offer-signer: "), "\(usage.error)")
         }
-        let (status, _, error) = try runBinary(
+        // A body that is not JSON gets the service's own 400, as the HTTP API would answer it.
+        let (status, output, _) = try runBinary(
             ["explain", "--config", deployment.configurationPath, "--request", "-"], input: "{\"bundleId\": ")
         #expect(status == 1)
-        #expect(error.contains("-: the request is not valid JSON: "), "\(error)")
-        #expect(error.contains("at line 1, column 14"), "\(error)")
+        #expect(
+            output.contains("decision: the service answers 400 invalid_request: request body is not valid JSON: "),
+            "\(output)")
+        #expect(output.contains("at line 1, column 14"), "\(output)")
+        // And one over the service's 64 KiB limit its 413.
+        let large = try runBinary(
+            ["explain", "--config", deployment.configurationPath, "--request", "-"],
+            input: "{\"bundleId\": \"" + String(repeating: "a", count: 70_000) + "\"}")
+        #expect(large.0 == 1)
+        #expect(
+            large.1.contains("decision: the service answers 413 payload_too_large: request body exceeds 65536 bytes"))
     }
 
     @Test("a ledger that cannot be read is said so, and the limits are not checked")

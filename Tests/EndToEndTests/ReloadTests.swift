@@ -38,10 +38,23 @@ struct ReloadTests {
         #expect(brokenError.contains("$.apps[0].bundleId: expected a non-empty string, found 1"), "\(brokenError)")
         #expect(brokenError.contains("$.colour"), "\(brokenError)")
 
+        // Another storage cannot be taken up by a running process (its ledger is opened at start): refused, so
+        // offers with limits are never served without the ledger that enforces them.
+        let goodText = String(decoding: good, as: UTF8.self)
+        let moved = goodText.replacingOccurrences(
+            of: "sqlite:ledger/offer-signer.sqlite", with: "sqlite:elsewhere.sqlite")
+        #expect(moved != goodText)
+        try Data(moved.utf8).write(to: URL(fileURLWithPath: deployment.configurationPath))
+        let (movedStatus, _, movedError) = try runBinary(["reload", "--pid", pid], environment: environment)
+        #expect(movedStatus == 1)
+        #expect(movedError.contains("reload failed (generation 3)"), "\(movedError)")
+        #expect(movedError.contains("$.storage: changed from sqlite:"), "\(movedError)")
+        #expect(movedError.contains("restart the service"), "\(movedError)")
+
         try good.write(to: URL(fileURLWithPath: deployment.configurationPath))
         let (fixedStatus, fixedOutput, _) = try runBinary(["reload", "--pid", pid], environment: environment)
         #expect(fixedStatus == 0)
-        #expect(fixedOutput.contains("generation 3"), "\(fixedOutput)")
+        #expect(fixedOutput.contains("generation 4"), "\(fixedOutput)")
 
         #expect(server.stop() == 0)
         #expect(!FileManager.default.fileExists(atPath: reportPath), "a clean stop removes the report")

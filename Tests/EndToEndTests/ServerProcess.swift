@@ -54,6 +54,14 @@ final class ServerProcess: @unchecked Sendable {
         return process.terminationStatus
     }
 
+    /// A test that failed before `stop` must not leave its server running.
+    deinit {
+        if process.isRunning {
+            kill(process.processIdentifier, SIGKILL)
+            process.waitUntilExit()
+        }
+    }
+
     /// Everything the server wrote to standard error so far (only after `stop`).
     func errorOutput() -> String {
         String(decoding: errorPipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)

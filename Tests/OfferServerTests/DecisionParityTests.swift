@@ -260,6 +260,16 @@ struct DecisionParityTests {
             Row(
                 label: "unknown offer", path: Self.promotional, request: Self.request(offer("nope")),
                 expected: .refused(status: 404, code: "unknown_offer")),
+            Row(
+                label: "a win-back offer named in a signature request", path: Self.promotional,
+                request: Self.request(offer("wb_listed")), expected: .refused(status: 400, code: "wrong_offer_type")),
+            Row(
+                label: "intro with a null offerId: chosen by product", path: Self.intro,
+                request: Self.request([
+                    "productId": .string(Self.product), "offerId": .null,
+                    "signedTransaction": .string(try fixture.transaction("1000000000000013", lapsedDays: 400)),
+                ]),
+                expected: .eligible),
         ]
         for row in rows {
             // Explain first: it never records, so it sees the ledger as the API call that follows will.
@@ -285,5 +295,49 @@ struct DecisionParityTests {
                 == .notEligible([FailedRule(rule: "appleWinBackEligibility", code: "not_offered_by_apple")]))
         #expect(explanation.exitStatus == 3)
         #expect(explanation.text.contains("FAIL appleWinBackEligibility observed=none listed"))
+    }
+
+    @Test("explain answers for the offer asked about: left out by productIds, or not configured at all")
+    func offerAskedAbout() throws {
+        let fixture = try Fixture()
+        let service = fixture.client.service.snapshot.eligibility
+        let filtered = Self.request([
+            "productIds": .array([.string("com.example.other")]),
+            "signedTransaction": .string(try fixture.transaction("1000000000000030", lapsedDays: 70)),
+            "signedRenewalInfo": .string(
+                try fixture.renewal("1000000000000030", ["eligibleWinBackOfferIds": .array([.string("wb_listed")])])),
+        ])
+        let left = Explanation.explain(filtered, offerId: "wb_listed", service: service, now: fixture.now, ledger: "x")
+        #expect(left.verdict == .notEligible([]))
+        #expect(left.exitStatus == 3)
+        #expect(left.text.contains("decision: NOT ELIGIBLE (not listed): the request's productIds leave out"))
+        let unknown = Explanation.explain(filtered, offerId: "wb_typo", service: service, now: fixture.now, ledger: "x")
+        guard case .error(let status, let error) = unknown.verdict else {
+            Issue.record("expected an error answer: \(unknown.text)")
+            return
+        }
+        #expect(status == 404)
+        #expect(error.code == .unknownOffer)
+        #expect(unknown.exitStatus == 1)
+    }
+
+    @Test("a body as bytes is checked as the service checks it: over 64 KiB is 413, not JSON is 400")
+    func bodyBytes() throws {
+        let fixture = try Fixture()
+        let service = fixture.client.service.snapshot.eligibility
+        let large = Explanation.explain(
+            body: Array(repeating: UInt8(ascii: " "), count: 65_537), offerId: nil, service: service, now: fixture.now,
+            ledger: "x")
+        #expect(
+            large.text.hasSuffix(
+                "decision: the service answers 413 payload_too_large: request body exceeds 65536 bytes"))
+        let notJSON = Explanation.explain(
+            body: Array("{\"bundleId\": ".utf8), offerId: nil, service: service, now: fixture.now, ledger: "x")
+        guard case .error(let status, let error) = notJSON.verdict else {
+            Issue.record("expected an error answer: \(notJSON.text)")
+            return
+        }
+        #expect(status == 400 && error.code == .invalidRequest)
+        #expect(error.message.hasPrefix("request body is not valid JSON: "))
     }
 }

@@ -211,4 +211,34 @@ struct RouterTests {
             #expect(!line.contains("c2VjcmV0") && !line.contains("failure with"), "\(line)")
         }
     }
+
+    @Test("an asynchronous handler that answers twice finishes once: one answer, one count, one access line")
+    func answeredTwice() throws {
+        let fixture = try ServiceFixture()
+        defer { fixture.remove() }
+        let metrics = Metrics()
+        let route = Route.async("POST", "/v1/twice") { _, _, respond in
+            respond(.success(.ok(Array(#"{"first":true}"#.utf8))))
+            respond(.failure(OfferError.internalError))
+        }
+        let router = fixture.client(of: Self.router([route], fixture: fixture, metrics: metrics).handle)
+        let response = try router.send(HTTPRequest(method: "POST", path: "/v1/twice"))
+        #expect(response.status == 200 && response.text == #"{"first":true}"#)
+        #expect(metrics.value(.requests, ["route": "/v1/twice", "status": "200"]) == 1)
+        #expect(metrics.value(.requests, ["route": "/v1/twice", "status": "500"]) == 0)
+        #expect(fixture.log.accessLines.count == 1)
+        #expect(fixture.log.all.contains { $0.contains("handler answered twice") })
+    }
+
+    @Test("a long unknown path is quoted back at most 200 bytes long")
+    func longPath() throws {
+        let fixture = try ServiceFixture()
+        defer { fixture.remove() }
+        let path = "/" + String(repeating: "a", count: 10_000)
+        let response = try fixture.client.get(path)
+        #expect(response.status == 404)
+        let message = try #require(response.errorMessage)
+        #expect(message.hasPrefix("no route for /aaaa") && message.hasSuffix("…"))
+        #expect(message.utf8.count < 240)
+    }
 }

@@ -331,6 +331,20 @@ struct SQLiteLedgerFileTests {
         #expect(try Self.mode(scratch.file("data")) == 0o700)
     }
 
+    @Test("an existing ledger that others can read is made private (0600) when opened, its records kept")
+    func existingFileTightened() throws {
+        let path = scratch.file("loose.sqlite")
+        do {
+            let ledger = try SQLiteLedger(path: path)
+            try LedgerTests.add(LedgerTests.signature("a"), to: ledger)
+        }
+        #expect(chmod(path, 0o644) == 0)
+        #expect(try Self.mode(path) == 0o644)
+        let reopened = try SQLiteLedger(path: path)
+        #expect(try Self.mode(path) == 0o600)
+        #expect(try reopened.usage(LedgerTests.key("a")).customerSignatures == 1)
+    }
+
     static func mode(_ path: String) throws -> mode_t {
         var info = stat()
         try #require(stat(path, &info) == 0, "stat \(path)")

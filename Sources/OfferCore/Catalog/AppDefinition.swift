@@ -61,6 +61,9 @@ public struct AppDefinition: Sendable {
     ) -> AppDefinition? {
         var reader = ConfigReader(value, path: path, errors: &errors)
         let bundleId = reader.string("bundleId")
+        if let bundleId, !Identifiers.isPlainIdentifier(bundleId) {
+            errors.append(ConfigError(path: "\(path).bundleId", Identifiers.plainIdentifierRule))
+        }
         let issuerId = reader.string("issuerId")
         if let issuerId, !UUIDText.isValid(issuerId) {
             errors.append(ConfigError(path: "\(path).issuerId", "expected a UUID (App Store Connect issuer ID)"))

@@ -5,6 +5,18 @@ public enum Identifiers {
         (1...64).contains(text.utf8.count) && text.utf8.allSatisfy(isAlphanumeric)
     }
 
+    /// An identifier from App Store Connect (bundle, product, offer, subscription group): printable ASCII without
+    /// spaces, quotes or backslashes, at most 255 bytes. It goes into JWS claims, log lines and metric labels, so
+    /// nothing in it may need escaping.
+    public static func isPlainIdentifier(_ text: String) -> Bool {
+        (1...255).contains(text.utf8.count)
+            && text.utf8.allSatisfy { $0 > 0x20 && $0 < 0x7F && $0 != UInt8(ascii: "\"") && $0 != UInt8(ascii: "\\") }
+    }
+
+    /// The error message for a value that is not `isPlainIdentifier`.
+    public static let plainIdentifierRule =
+        "expected 1 to 255 printable ASCII characters without spaces, quotes or backslashes"
+
     /// `path` resolved against `base` unless it is absolute.
     public static func resolve(_ path: String, against base: String) -> String {
         if path.hasPrefix("/") || base.isEmpty { return path }

@@ -5,6 +5,9 @@ extension Offer {
     public static func parse(_ value: JSONValue, path: String, errors: inout [ConfigError]) -> Offer? {
         var reader = ConfigReader(value, path: path, errors: &errors)
         let id = reader.string("id")
+        if let id, !Identifiers.isPlainIdentifier(id) {
+            errors.append(ConfigError(path: "\(path).id", Identifiers.plainIdentifierRule))
+        }
         var type: Offer.Kind?
         if let typeName = reader.string("type") {
             type = Offer.Kind(rawValue: typeName)
@@ -17,6 +20,9 @@ extension Offer {
             }
         }
         let productIds = reader.strings("productIds")
+        for (index, product) in (productIds ?? []).enumerated() where !Identifiers.isPlainIdentifier(product) {
+            errors.append(ConfigError(path: "\(path).productIds[\(index)]", Identifiers.plainIdentifierRule))
+        }
         var rule: EligibilityRule?
         if let ruleValue = reader.value("eligibility") {
             do {
@@ -35,6 +41,9 @@ extension Offer {
         }
         let requiresVerified = reader.bool("requiresVerifiedCustomer") ?? true
         let group = reader.string("subscriptionGroupId", required: false)
+        if let group, !Identifiers.isPlainIdentifier(group) {
+            errors.append(ConfigError(path: "\(path).subscriptionGroupId", Identifiers.plainIdentifierRule))
+        }
         var limits: OfferLimits?
         if let limitsValue = reader.value("limits") {
             limits = parseLimits(limitsValue, path: "\(path).limits", errors: &errors)

@@ -7,7 +7,6 @@ import OfferStore
 struct SignatureRoutes {
     let ledger: (any Ledger)?
     let nonce: OfferService.NonceSource
-    let log: Logger
 
     var routes: [Route] {
         [
@@ -33,7 +32,9 @@ struct SignatureRoutes {
             let signature = IssuedSignature(
                 bundleId: app.bundleId, offerId: verdict.offer.id, customerKey: customerKey, nonce: nonce,
                 keyId: key.keyId, format: body.format.rawValue, issuedAt: context.now)
-            let outcome = try record(signature) { LimitPolicy.allows(limits, usage: $0, customerKey: customerKey) }
+            let outcome = try record(signature, context) {
+                LimitPolicy.allows(limits, usage: $0, customerKey: customerKey)
+            }
             recorded = outcome.recorded
             verdict = verdict.replacingDecision(
                 verdict.decision.replacingLimits(
@@ -108,13 +109,13 @@ struct SignatureRoutes {
     }
 
     private func record(
-        _ signature: IssuedSignature, admit: (OfferUsage) -> Bool
+        _ signature: IssuedSignature, _ context: RequestContext, admit: (OfferUsage) -> Bool
     ) throws(OfferError) -> LedgerOutcome {
         guard let ledger else { throw OfferError.internalError }
         do {
             return try ledger.record(signature, admit: admit)
         } catch {
-            log.error("ledger failure", [("error", error.description)])
+            context.log.error("ledger failure", [("error", error.description)])
             throw OfferError.storageUnavailable
         }
     }

@@ -15,8 +15,10 @@ public struct HTTPError: Error, Sendable, Equatable {
         self.headers = headers
     }
 
+    /// The path is quoted back at most 200 bytes long: a client's long path is not worth echoing whole.
     public static func notFound(_ path: String) -> HTTPError {
-        HTTPError(status: 404, code: .notFound, message: "no route for \(path)")
+        let shown = path.utf8.count <= 200 ? path : String(decoding: path.utf8.prefix(200), as: UTF8.self) + "…"
+        return HTTPError(status: 404, code: .notFound, message: "no route for \(shown)")
     }
 
     public static func methodNotAllowed(_ method: String, allow: String) -> HTTPError {

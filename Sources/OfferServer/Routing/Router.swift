@@ -76,7 +76,16 @@ public final class Router: Sendable {
             }
             finish(result, request, context, steps, responder)
         case .async(let handle):
-            handle(request, context) { [self] result in finish(result, request, context, steps, responder) }
+            // A request finishes once: a handler that answers twice gets its first answer sent, counted and
+            // logged, and the second one reported as the bug it is.
+            let answered = Atomic<Bool>(false)
+            handle(request, context) { [self] result in
+                guard !answered.exchange(true, ordering: .acquiringAndReleasing) else {
+                    context.log.error("handler answered twice; the second answer is dropped")
+                    return
+                }
+                finish(result, request, context, steps, responder)
+            }
         }
     }
 

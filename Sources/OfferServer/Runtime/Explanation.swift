@@ -36,6 +36,25 @@ public struct Explanation: Sendable {
         case eligibility = "POST /v1/eligibility"
     }
 
+    /// Explains the app's request body as bytes, as the service receives it: over `maxBodyBytes` it is the
+    /// service's 413, not JSON its 400, else `explain(_:offerId:service:now:ledger:)`.
+    public static func explain(
+        body: [UInt8], offerId: String?, service: EligibilityService, now: Int64, ledger: String,
+        maxBodyBytes: Int = HTTPServerLimits().maxBodyBytes
+    ) -> Explanation {
+        let lines = ["request: as sent, \(body.count) bytes, at \(ISO8601.format(now))", "ledger: \(ledger)"]
+        guard body.count <= maxBodyBytes else {
+            let error = HTTPError.payloadTooLarge(limit: maxBodyBytes)
+            return failed(status: error.status, OfferError(error.code, error.message), lines: lines)
+        }
+        do {
+            let request = try JSONObjectReader.Policy.request.parse(body)
+            return explain(request, offerId: offerId, service: service, now: now, ledger: ledger)
+        } catch {
+            return failed(OfferError.invalidRequest(error.message, field: error.field), lines: lines)
+        }
+    }
+
     /// Explains `request` (the app's request body, as JSON) at `now`. `offerId` picks an offer when the body names
     /// none (a win-back offer in an eligibility request). `ledger` says what the limits were checked against.
     public static func explain(
@@ -78,16 +97,17 @@ public struct Explanation: Sendable {
     /// Which endpoint `request` belongs to: an offer ID (in the body or given) of a promotional or intro offer
     /// says so; a `productId` without an offer is intro eligibility; anything else is the eligibility listing.
     static func endpoint(of request: JSONValue, offerId: String?, catalog: Catalog) -> Endpoint {
-        let bundleId = request["bundleId"]?.stringValue
-        let named = request["offerId"]?.stringValue ?? offerId
-        let offer = bundleId.flatMap { catalog.apps[$0] }.flatMap { app in named.flatMap { app.offer($0) } }
-        switch offer?.kind {
+        let app = request["bundleId"]?.stringValue.flatMap { catalog.apps[$0] }
+        // A body naming an offer is a signature request: intro eligibility for an intro offer, else the
+        // promotional route (which answers wrong_offer_type for a win-back offer, as the service does).
+        if let named = request["offerId"]?.stringValue {
+            return app?.offer(named)?.kind == .introductoryOffer ? .introductoryOfferEligibility : .promotionalOffer
+        }
+        switch offerId.flatMap({ app?.offer($0) })?.kind {
         case .promotional?: return .promotionalOffer
         case .introductoryOffer?: return .introductoryOfferEligibility
         case .winBack?: return .eligibility
-        case nil:
-            if request["offerId"] != nil { return .promotionalOffer }
-            return request["productId"] != nil ? .introductoryOfferEligibility : .eligibility
+        case nil: return request["productId"]?.stringValue != nil ? .introductoryOfferEligibility : .eligibility
         }
     }
 
@@ -123,6 +143,15 @@ public struct Explanation: Sendable {
         lines.append(customerLine(listing.customer))
         let decisions = listing.decisions.filter { offerId == nil || $0.offer.id == offerId }
         for decision in decisions { lines.append(decision.trace.render()) }
+        if let offerId, decisions.isEmpty {
+            guard listing.app.offer(offerId) != nil else {
+                return failed(OfferError.unknownOffer(offerId), lines: lines)
+            }
+            lines.append(
+                "decision: NOT ELIGIBLE (not listed): the request's productIds leave out the product offer "
+                    + "\(offerId) would be shown on")
+            return Explanation(verdict: .notEligible([]), text: lines.joined(separator: "\n"))
+        }
         if let offerId, let decision = decisions.first {
             // One win-back offer asked about: answer for it alone, as the listing would show it or not.
             let shown = listing.winBackOffers.contains { $0.offerId == offerId }
@@ -149,8 +178,8 @@ public struct Explanation: Sendable {
             text: lines.joined(separator: "\n"))
     }
 
-    private static func failed(_ error: OfferError, lines: [String]) -> Explanation {
-        let status = ErrorMapping.status(of: error.code)
+    private static func failed(status: Int? = nil, _ error: OfferError, lines: [String]) -> Explanation {
+        let status = status ?? ErrorMapping.status(of: error.code)
         var detail = "\(error.code.rawValue): \(error.message)"
         if let field = error.field { detail += " (field \(field))" }
         if let reason = error.reason { detail += " (reason \(reason))" }

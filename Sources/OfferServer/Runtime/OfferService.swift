@@ -39,7 +39,7 @@ public final class OfferService: Sendable {
         if let rateLimit { api.append(RateLimitMiddleware(rateLimit)) }
         let operations: [any Middleware] = [MetricsMiddleware(metrics)]
         let routes =
-            SignatureRoutes(ledger: ledger, nonce: nonce, log: log).routes + EligibilityRoutes().routes
+            SignatureRoutes(ledger: ledger, nonce: nonce).routes + EligibilityRoutes().routes
             + HealthRoutes(ledger: ledger, metrics: metrics).routes
         self.router = Router(
             routes: routes, middleware: [.api: api, .operations: operations],
