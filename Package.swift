@@ -3,8 +3,12 @@ import PackageDescription
 
 let package = Package(
     name: "offer-signer",
+    // For OfferKit in apps; the service itself builds on Linux.
+    platforms: [.iOS(.v15), .macOS(.v12), .tvOS(.v15), .watchOS(.v8), .visionOS(.v1)],
     products: [
         .executable(name: "offer-signer", targets: ["offer-signer"]),
+        // What apps add: Foundation and the wire types only, none of the service's C libraries.
+        .library(name: "OfferKit", targets: ["OfferKit"]),
         .library(name: "OfferAPI", targets: ["OfferAPI"]),
         .library(name: "OfferCrypto", targets: ["OfferCrypto"]),
         .library(name: "OfferCore", targets: ["OfferCore"]),
@@ -17,7 +21,10 @@ let package = Package(
         .systemLibrary(name: "CMicroHTTPD", pkgConfig: "libmicrohttpd", providers: [.apt(["libmicrohttpd-dev"])]),
         .systemLibrary(name: "CSQLite", pkgConfig: "sqlite3", providers: [.apt(["libsqlite3-dev"])]),
         // The HTTP API's wire types with their JSON and Base64 code: no C library, no Foundation.
-        .target(name: "OfferAPI"),
+        // `Double.rounded()` calls libm, which Linux links only on request (Darwin's libSystem has it).
+        .target(name: "OfferAPI", linkerSettings: [.linkedLibrary("m", .when(platforms: [.linux]))]),
+        // The client module apps embed: Foundation (FoundationNetworking on Linux) and OfferAPI, nothing else.
+        .target(name: "OfferKit", dependencies: ["OfferAPI"]),
         .target(name: "OfferCrypto", dependencies: ["COpenSSL"]),
         .target(name: "OfferCore", dependencies: ["OfferAPI", "OfferCrypto"]),
         .target(name: "OfferStore", dependencies: ["OfferCore", "OfferCrypto", "CSQLite"]),
@@ -40,6 +47,6 @@ let package = Package(
         .testTarget(name: "OfferStoreTests", dependencies: ["OfferStore", "OfferCore"]),
         .testTarget(
             name: "EndToEndTests",
-            dependencies: ["OfferServer", "OfferAPI", "OfferCore", "OfferCrypto", "OfferTesting"]),
+            dependencies: ["OfferKit", "OfferServer", "OfferAPI", "OfferCore", "OfferCrypto", "OfferTesting"]),
     ]
 )

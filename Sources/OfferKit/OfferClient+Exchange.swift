@@ -1,0 +1,129 @@
+import Foundation
+import OfferAPI
+
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
+
+extension OfferClient {
+    /// One request with its retries: the body of a 200, or the error the last attempt ended with.
+    func exchange(path: String, body: [UInt8], exchange: RetryPolicy.Exchange) async throws(OfferKitError) -> [UInt8] {
+        let request = makeRequest(path: path, body: body, idempotencyKey: UUID().uuidString.lowercased())
+        let policy = RetryPolicy(options: options)
+        var retry = 0
+        while true {
+            let outcome: RetryPolicy.Outcome
+            let failure: OfferKitError
+            switch await attempt(request) {
+            case .received(let status, let headers, let data):
+                if status == 200 { return data }
+                failure = ResponseCheck.error(status: status, headers: headers, body: data)
+                outcome = .status(status, retryAfter: ResponseCheck.retryAfter(in: headers))
+            case .refused(let problem):
+                throw .malformedResponse(problem)
+            case .failed(let error):
+                failure = .transport(error)
+                outcome = .transport(error)
+            }
+            guard !Task.isCancelled,
+                let delay = policy.delay(
+                    before: retry, after: outcome, exchange: exchange, jitter: Double.random(in: 0...1))
+            else { throw failure }
+            await sleeper(delay)
+            retry += 1
+        }
+    }
+
+    func makeRequest(path: String, body: [UInt8], idempotencyKey: String) -> URLRequest {
+        var request = URLRequest(
+            url: baseURL.appendingPathComponent(path), cachePolicy: .reloadIgnoringLocalAndRemoteCacheData,
+            timeoutInterval: options.timeout)
+        request.httpMethod = "POST"
+        for (name, value) in headers { request.setValue(value, forHTTPHeaderField: name) }
+        request.setValue("application/json", forHTTPHeaderField: "Content-Type")
+        request.setValue("application/json", forHTTPHeaderField: "Accept")
+        request.setValue(idempotencyKey, forHTTPHeaderField: "Idempotency-Key")
+        request.httpBody = Data(body)
+        return request
+    }
+
+    /// How one attempt ended.
+    enum Attempt: Sendable {
+        /// An HTTP answer within the size cap (header names lowercased).
+        case received(status: Int, headers: [String: String], body: [UInt8])
+        /// An HTTP answer refused before reading it (over the size cap, not HTTP).
+        case refused(String)
+        case failed(TransportError)
+    }
+
+    /// Sends once, within `options.timeout` from start to the last byte.
+    func attempt(_ request: URLRequest) async -> Attempt {
+        let session = self.session
+        let timeout = options.timeout
+        let maxBytes = options.maxResponseBytes
+        let outcome = await withTaskGroup(of: Attempt?.self) { group -> Attempt in
+            group.addTask {
+                do {
+                    let (data, response) = try await session.data(for: request)
+                    return Self.read(data: data, response: response, maxBytes: maxBytes)
+                } catch {
+                    return .failed(TransportError(error))
+                }
+            }
+            group.addTask {
+                // The deadline: `nil` when cancelled because the exchange ended first.
+                do {
+                    try await Task.sleep(nanoseconds: UInt64(max(timeout, 0) * 1_000_000_000))
+                } catch {
+                    return nil
+                }
+                return .failed(
+                    TransportError(kind: .timedOut, message: "no complete answer within \(timeout) seconds"))
+            }
+            var first: Attempt?
+            while first == nil, let next = await group.next() { first = next }
+            group.cancelAll()
+            return first ?? .failed(TransportError(kind: .cancelled, message: "cancelled"))
+        }
+        if Task.isCancelled { return .failed(TransportError(kind: .cancelled, message: "cancelled")) }
+        return outcome
+    }
+
+    static func read(data: Data, response: URLResponse, maxBytes: Int) -> Attempt {
+        guard let http = response as? HTTPURLResponse else { return .refused("the answer is not HTTP") }
+        if http.expectedContentLength > Int64(maxBytes) || data.count > maxBytes {
+            return .refused("the answer is larger than \(maxBytes) bytes")
+        }
+        var headers: [String: String] = [:]
+        for (name, value) in http.allHeaderFields {
+            if let name = name as? String, let value = value as? String { headers[name.lowercased()] = value }
+        }
+        return .received(status: http.statusCode, headers: headers, body: [UInt8](data))
+    }
+}
+
+extension TransportError {
+    /// Sorts a `URLSession` error by whether the request can have reached the service.
+    init(_ error: any Error) {
+        guard let urlError = error as? URLError else {
+            self.init(kind: error is CancellationError ? .cancelled : .other, message: "\(error)")
+            return
+        }
+        let kind: Kind
+        switch urlError.code {
+        case .cannotFindHost, .cannotConnectToHost, .dnsLookupFailed, .badURL, .unsupportedURL:
+            kind = .cannotConnect
+        case .secureConnectionFailed, .serverCertificateHasBadDate, .serverCertificateUntrusted,
+            .serverCertificateHasUnknownRoot, .serverCertificateNotYetValid, .clientCertificateRejected,
+            .clientCertificateRequired:
+            kind = .tls
+        case .notConnectedToInternet, .internationalRoamingOff, .dataNotAllowed, .callIsActive:
+            kind = .offline
+        case .timedOut: kind = .timedOut
+        case .networkConnectionLost: kind = .connectionLost
+        case .cancelled: kind = .cancelled
+        default: kind = .other
+        }
+        self.init(kind: kind, urlErrorCode: urlError.code.rawValue, message: urlError.localizedDescription)
+    }
+}

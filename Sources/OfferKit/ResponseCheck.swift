@@ -1,0 +1,98 @@
+import Foundation
+import OfferAPI
+
+/// Reads the service's answers: errors into `OfferKitError`, signatures into plans, after checking that each
+/// matches what was asked (the form, the offer, the token), so a plan can only carry what the request signed.
+enum ResponseCheck {
+    /// The error a non-200 answer stands for. Codes map first; statuses decide for codes OfferKit does not
+    /// know and for bodies that are not the service's JSON error (a proxy's page).
+    static func error(status: Int, headers: [String: String], body: [UInt8]) -> OfferKitError {
+        let retryAfter = retryAfter(in: headers)
+        guard let response = try? ErrorResponse.decode(body) else {
+            if status == 429 { return .rateLimited(retryAfter: retryAfter) }
+            if status >= 500 { return .serviceUnavailable(nil, retryAfter: retryAfter) }
+            return .malformedResponse("HTTP \(status) without the service's JSON error (is the base URL right?)")
+        }
+        let error = ServiceError(
+            status: status, code: response.code.rawValue, message: response.message, field: response.field,
+            reason: response.reason)
+        switch response.code {
+        case .notEligible:
+            return .notEligible(reasons: response.reasons.map { IneligibilityReason(rule: $0.rule, code: $0.code) })
+        case .rateLimited: return .rateLimited(retryAfter: retryAfter)
+        case .untrustedSignedData: return .untrustedSignedData(error)
+        case .unknownApp: return .unknownApp(error)
+        case .unknownOffer: return .unknownOffer(error)
+        default:
+            if status == 429 { return .rateLimited(retryAfter: retryAfter) }
+            if status >= 500 { return .serviceUnavailable(error, retryAfter: retryAfter) }
+            if (400..<500).contains(status) { return .invalidRequest(error) }
+            return .malformedResponse("unexpected HTTP \(status) (\(response.code.rawValue))")
+        }
+    }
+
+    /// `Retry-After` in whole seconds; the HTTP-date form is not used by the service and reads as `nil`.
+    static func retryAfter(in headers: [String: String]) -> TimeInterval? {
+        guard let text = headers["retry-after"]?.trimmingCharacters(in: .whitespaces), let seconds = Int(text),
+            seconds >= 0
+        else { return nil }
+        return TimeInterval(seconds)
+    }
+
+    static func plan(
+        for signature: PromotionalOfferSignature, productId: String, offerId: String, format: PromotionalOfferFormat,
+        appAccountToken: UUID?
+    ) throws(OfferKitError) -> PurchasePlan {
+        switch (signature, format) {
+        case (.jws(let jws), .jws):
+            try checkCompactJWS(jws.compactJWS)
+            return PurchasePlan(
+                productId: productId, offer: .promotional(offerId: offerId, compactJWS: jws.compactJWS),
+                appAccountToken: appAccountToken)
+        case (.legacy(let legacy), .legacy):
+            guard let nonce = UUID(uuidString: legacy.nonce) else {
+                throw .malformedResponse("the legacy signature's nonce is not a UUID")
+            }
+            guard let der = Base64.decode(legacy.signature), !der.isEmpty else {
+                throw .malformedResponse("the legacy signature is not standard Base64")
+            }
+            guard legacy.appAccountToken?.lowercased() == appAccountToken?.uuidString.lowercased() else {
+                throw .malformedResponse("the legacy signature was made for another app account token")
+            }
+            guard let timestamp = Int(exactly: legacy.timestamp), timestamp > 0, !legacy.keyId.isEmpty else {
+                throw .malformedResponse("the legacy signature's timestamp or key ID is missing")
+            }
+            let signed = LegacyPromotionalSignature(
+                offerId: offerId, keyId: legacy.keyId, nonce: nonce, signature: Data(der), timestamp: timestamp)
+            return PurchasePlan(
+                productId: productId, offer: .legacyPromotional(signed), appAccountToken: appAccountToken)
+        default:
+            throw .malformedResponse(
+                "the service answered the \(signature.format.rawValue) form, not \(format.rawValue)")
+        }
+    }
+
+    static func eligibility(
+        for signature: IntroductoryOfferEligibilitySignature, productId: String, offerId: String?,
+        appAccountToken: UUID?
+    ) throws(OfferKitError) -> IntroductoryOfferEligibility {
+        try checkCompactJWS(signature.compactJWS)
+        if let offerId, signature.offerId != offerId {
+            throw .malformedResponse("the service decided offer \(signature.offerId), not \(offerId)")
+        }
+        return IntroductoryOfferEligibility(
+            isAllowed: signature.allowIntroductoryOffer, offerId: signature.offerId,
+            reasons: signature.reasons.map { IneligibilityReason(rule: $0.rule, code: $0.code) },
+            plan: PurchasePlan(
+                productId: productId, offer: .introductoryOfferEligibility(compactJWS: signature.compactJWS),
+                appAccountToken: appAccountToken))
+    }
+
+    /// Three non-empty base64url segments: StoreKit refuses anything else only at purchase time.
+    static func checkCompactJWS(_ token: String) throws(OfferKitError) {
+        let segments = token.split(separator: ".", omittingEmptySubsequences: false)
+        guard segments.count == 3, segments.allSatisfy({ !$0.isEmpty && Base64.decodeURL($0) != nil }) else {
+            throw .malformedResponse("the compact JWS does not have three base64url segments")
+        }
+    }
+}

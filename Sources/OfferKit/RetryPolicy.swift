@@ -1,0 +1,53 @@
+import Foundation
+
+/// When an attempt that failed may be tried again, and after how long. Pure: the jitter's random number is
+/// passed in.
+struct RetryPolicy: Sendable {
+    /// Whether an exchange can be repeated without doing anything twice.
+    enum Exchange: Sendable {
+        /// Signing: the service signs and counts each request it receives, so only what never reached it is
+        /// repeated (until the service deduplicates on `Idempotency-Key`).
+        case signature
+        /// Reading the eligible offers: nothing is recorded, any transport failure may be repeated.
+        case readOnly
+    }
+
+    /// What ended an attempt.
+    enum Outcome: Sendable {
+        case status(Int, retryAfter: TimeInterval?)
+        case transport(TransportError)
+    }
+
+    /// The most retries ever made, whatever the options say.
+    static let retryCeiling = 2
+
+    let maxRetries: Int
+    let baseDelay: TimeInterval
+    let maxDelay: TimeInterval
+
+    init(options: OfferClient.Options) {
+        maxRetries = min(max(options.maxRetries, 0), Self.retryCeiling)
+        baseDelay = max(options.retryBaseDelay, 0)
+        maxDelay = max(options.retryMaxDelay, 0)
+    }
+
+    /// The wait before retry number `retry` (0 for the first), or `nil` when the attempt must not be retried.
+    /// `jitter` is a number in `0...1`: the wait is between half and all of the exponential backoff, and at
+    /// least a 503's `Retry-After`.
+    func delay(before retry: Int, after outcome: Outcome, exchange: Exchange, jitter: Double) -> TimeInterval? {
+        guard retry < maxRetries else { return nil }
+        let backoff = min(maxDelay, baseDelay * Double(1 << min(retry, 16)))
+        let jittered = backoff * (0.5 + 0.5 * min(max(jitter, 0), 1))
+        switch outcome {
+        case .status(503, let retryAfter):
+            guard let retryAfter else { return jittered }
+            return retryAfter <= maxDelay ? max(jittered, retryAfter) : nil
+        case .status:
+            return nil
+        case .transport(let error):
+            if error.happenedBeforeSending { return jittered }
+            if exchange == .readOnly && (error.kind == .timedOut || error.kind == .connectionLost) { return jittered }
+            return nil
+        }
+    }
+}
