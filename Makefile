@@ -1,6 +1,7 @@
 # offer-signer: two commands do all the set-up on a fresh Debian machine.
 #   make run    installs what is missing, builds in release mode, serves the demo config
-#   make test   installs what is missing, runs the Swift tests and the interop suite
+#   make test   installs what is missing, runs the Swift tests, type-checks the StoreKit layer, builds the
+#               OfferKit example package and runs the interop suite (which runs the example)
 SHELL := /bin/bash
 .DEFAULT_GOAL := help
 
@@ -48,27 +49,35 @@ run: release
 	@echo "  curl -s -X POST http://$(HOST):$(PORT)/v1/signatures/promotional-offer -H 'Content-Type: application/json' -d '{\"bundleId\":\"com.example.app\",\"productId\":\"com.example.pro.monthly\",\"offerId\":\"launch_week_demo\"}'"
 	exec $(BIN) serve --config $(CONFIG) --host $(HOST) --port $(PORT)
 
+EXAMPLE := Examples/OfferKitDemo
+LINT_PATHS := Sources Tests Examples/OfferKitDemo/Sources Examples/OfferKitDemo/Package.swift Package.swift
+
 test: deps $(VENV)/.installed
-	swift format lint --strict --recursive Sources Tests Package.swift
+	swift format lint --strict --recursive $(LINT_PATHS)
 	swift build
 	swift test
-	OFFER_SIGNER_BIN=$(CURDIR)/.build/debug/offer-signer $(VENV)/bin/python -m pytest -q Tests/Interop
+	bash Scripts/check-storekit.sh
+	swift build --package-path $(EXAMPLE)
+	OFFER_SIGNER_BIN=$(CURDIR)/.build/debug/offer-signer OFFERKIT_DEMO_BIN=$(CURDIR)/$(EXAMPLE)/.build/debug/offerkit-demo \
+	  $(VENV)/bin/python -m pytest -q Tests/Interop
 
 test-swift: deps
 	swift test
 
 test-interop: deps $(VENV)/.installed
 	swift build
-	OFFER_SIGNER_BIN=$(CURDIR)/.build/debug/offer-signer $(VENV)/bin/python -m pytest -q Tests/Interop
+	swift build --package-path $(EXAMPLE)
+	OFFER_SIGNER_BIN=$(CURDIR)/.build/debug/offer-signer OFFERKIT_DEMO_BIN=$(CURDIR)/$(EXAMPLE)/.build/debug/offerkit-demo \
+	  $(VENV)/bin/python -m pytest -q Tests/Interop
 
 lint:
-	swift format lint --strict --recursive Sources Tests Package.swift
+	swift format lint --strict --recursive $(LINT_PATHS)
 
 format:
-	swift format --in-place --recursive Sources Tests Package.swift
+	swift format --in-place --recursive $(LINT_PATHS)
 
 bench: release $(VENV)/.installed
 	$(VENV)/bin/python Benchmarks/run.py --bin $(BIN)
 
 clean:
-	rm -rf .build $(VENV)
+	rm -rf .build $(EXAMPLE)/.build $(VENV)

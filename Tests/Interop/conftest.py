@@ -2,11 +2,34 @@
 
 from __future__ import annotations
 
+import json
 import signal
+from pathlib import Path
 
 import pytest
 
-from support import KEY_ID, ROTATED_KEY_ID, KeyMaterial, Server, binary, generate_key, write_config
+from support import (
+    BUNDLE_ID,
+    ISSUER_ID,
+    KEY_ID,
+    OFFER_FIRST_COME,
+    OFFER_INTRO,
+    OFFER_LAPSED,
+    OFFER_ONCE,
+    OFFER_OPEN,
+    OFFER_WB_ANY,
+    OFFER_WB_GBR,
+    PRODUCT_MONTHLY,
+    PRODUCT_YEARLY,
+    ROTATED_KEY_ID,
+    KeyMaterial,
+    Server,
+    SignedData,
+    binary,
+    generate_key,
+    run_cli,
+    write_config,
+)
 
 
 @pytest.fixture(scope="session")
@@ -44,3 +67,58 @@ def server(workdir, config_path):
     yield running
     status = running.stop(signal.SIGTERM, timeout=5)
     assert status == 0, f"server exited with {status}; stderr: {running.stderr_path.read_text(errors='replace')}"
+
+
+# Test-signed Apple data and a server that trusts it (one per test module).
+
+
+@pytest.fixture(scope="module")
+def testkit_dir(tmp_path_factory, bin_path) -> Path:
+    directory = tmp_path_factory.mktemp("openapi-testkit")
+    for name in ("ca", "stranger"):
+        result = run_cli("testkit", "ca", "--out", str(directory / name))
+        assert result.returncode == 0, result.stderr
+    return directory
+
+
+@pytest.fixture(scope="module")
+def signed(testkit_dir) -> SignedData:
+    return SignedData(testkit_dir)
+
+
+@pytest.fixture(scope="module")
+def verified_server(testkit_dir, signing_key):
+    """A server that trusts the test root (Sandbox only) and has every kind of offer, limits included."""
+    config = {
+        "listen": {"host": "127.0.0.1", "port": 0},
+        "storage": "memory",
+        "trust": {"rootCertificates": [str(testkit_dir / "ca" / "root.cer")], "environments": ["Sandbox"]},
+        "apps": [{
+            "bundleId": BUNDLE_ID,
+            "issuerId": ISSUER_ID,
+            "keys": [{"keyId": signing_key.key_id, "privateKeyFile": str(signing_key.path)}],
+            "offers": [
+                {"id": OFFER_OPEN, "type": "promotional", "productIds": [PRODUCT_MONTHLY, PRODUCT_YEARLY],
+                 "requiresVerifiedCustomer": False},
+                {"id": OFFER_LAPSED, "type": "promotional", "productIds": [PRODUCT_MONTHLY],
+                 "eligibility": {"all": [{"subscriptionStatus": ["expired"]}, {"daysSinceExpiry": {"min": 30}}]}},
+                {"id": OFFER_ONCE, "type": "promotional", "productIds": [PRODUCT_MONTHLY],
+                 "limits": {"perCustomer": 1}},
+                {"id": OFFER_FIRST_COME, "type": "promotional", "productIds": [PRODUCT_YEARLY],
+                 "requiresVerifiedCustomer": False, "limits": {"total": 1}},
+                {"id": OFFER_INTRO, "type": "introductoryOffer", "productIds": [PRODUCT_MONTHLY],
+                 "eligibility": {"all": [{"subscriptionStatus": ["expired"]}, {"daysSinceExpiry": {"min": 30}}]}},
+                {"id": OFFER_WB_ANY, "type": "winBack", "productIds": [PRODUCT_MONTHLY]},
+                {"id": OFFER_WB_GBR, "type": "winBack", "productIds": [PRODUCT_MONTHLY],
+                 "eligibility": {"storefronts": ["GBR"]}},
+            ],
+        }],
+    }
+    path = testkit_dir / "verified.json"
+    path.write_text(json.dumps(config, indent=2))
+    check = run_cli("config", "check", "--config", str(path))
+    assert check.returncode == 0, check.stdout + check.stderr
+    running = Server.start(path, testkit_dir)
+    yield running
+    status = running.stop(signal.SIGTERM, timeout=5)
+    assert status == 0, running.stderr_path.read_text(errors="replace")

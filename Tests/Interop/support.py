@@ -337,3 +337,109 @@ def read_raw(port: int, parts: list[bytes], delay: float = 0.0, timeout: float =
         while chunk := sock.recv(65536):
             data += chunk
     return data
+
+
+# Offers of the verified server (the `verified_server` fixture), besides OFFER_OPEN.
+OFFER_LAPSED = "lapsed_30"
+OFFER_ONCE = "once_per_customer"
+OFFER_FIRST_COME = "first_come"
+OFFER_INTRO = "intro_trial"
+OFFER_WB_ANY = "wb_any"
+OFFER_WB_GBR = "wb_gbr"
+DAY_MS = 86_400_000
+
+
+# MARK: - Test-signed Apple data and a server that trusts it
+
+
+def transaction_payload(now: int, expired_days_ago: int, bundle_id: str = BUNDLE_ID, environment: str = "Sandbox",
+                        original_transaction_id: str = "2000000000000001", **overrides) -> dict:
+    """A transaction like SignedDataFactory.subscriptionTransaction (Apple's field names)."""
+    payload = {
+        "transactionId": original_transaction_id,
+        "originalTransactionId": original_transaction_id,
+        "bundleId": bundle_id,
+        "productId": PRODUCT_MONTHLY,
+        "subscriptionGroupIdentifier": "21000001",
+        "purchaseDate": now - (expired_days_ago + 30) * DAY_MS,
+        "originalPurchaseDate": now - (expired_days_ago + 30) * DAY_MS,
+        "expiresDate": now - expired_days_ago * DAY_MS,
+        "quantity": 1,
+        "type": "Auto-Renewable Subscription",
+        "inAppOwnershipType": "PURCHASED",
+        "signedDate": now,
+        "environment": environment,
+        "transactionReason": "PURCHASE",
+        "storefront": "USA",
+        "storefrontId": "143441",
+        "price": 9990,
+        "currency": "USD",
+        "appTransactionId": "704289572311" + original_transaction_id[-4:],
+    }
+    payload.update(overrides)
+    return payload
+
+
+def renewal_payload(now: int, original_transaction_id: str = "2000000000000001", **overrides) -> dict:
+    payload = {
+        "originalTransactionId": original_transaction_id,
+        "productId": PRODUCT_MONTHLY,
+        "autoRenewProductId": PRODUCT_MONTHLY,
+        "autoRenewStatus": 0,
+        "isInBillingRetryPeriod": False,
+        "signedDate": now,
+        "environment": "Sandbox",
+        "recentSubscriptionStartDate": now - 30 * DAY_MS,
+    }
+    payload.update(overrides)
+    return payload
+
+
+def app_transaction_payload(now: int) -> dict:
+    return {
+        "appTransactionId": "7042895723110001",  # the same customer as transaction_payload's
+        "bundleId": BUNDLE_ID,
+        "appAppleId": 1234567890,
+        "applicationVersion": "1",
+        "originalApplicationVersion": "1",
+        "receiptType": "Sandbox",
+        "receiptCreationDate": now,
+        "originalPurchaseDate": now - 90 * DAY_MS,
+        "signedDate": now,
+        "originalPlatform": "iOS",
+    }
+
+
+class SignedData:
+    """Apple-like signed data from `offer-signer testkit sign`, good and bad."""
+
+    def __init__(self, directory: Path):
+        self.directory = directory
+        ca, stranger = directory / "ca", directory / "stranger"
+        now = int(time.time() * 1000)
+        # Lapsed past Apple's longest billing retry (60 days): expired even without renewal info.
+        self.lapsed = self.sign(ca, "transaction", transaction_payload(now, 70))
+        self.recent = self.sign(ca, "transaction", transaction_payload(now, 10))
+        self.app_transaction = self.sign(ca, "app-transaction", app_transaction_payload(now))
+        self.renewal = self.sign(ca, "renewal-info", renewal_payload(
+            now, eligibleWinBackOfferIds=[OFFER_WB_GBR, "not_configured", OFFER_WB_ANY]))
+        self.foreign_renewal = self.sign(ca, "renewal-info", renewal_payload(now, "2000000000000999"))
+        self.wrong_app = self.sign(ca, "transaction", transaction_payload(now, 40, bundle_id="com.example.other"))
+        self.production = self.sign(ca, "transaction", transaction_payload(now, 40, environment="Production"))
+        self.stranger = self.sign(stranger, "transaction", transaction_payload(now, 40))
+        self.wrong_type = self.sign(ca, "transaction", transaction_payload(now, 40, expiresDate="soon"))
+        # The same header and signature over a payload that says something else.
+        header, payload, signature = self.lapsed.split(".")
+        claims = json.loads(b64url_decode(payload))
+        claims["expiresDate"] -= 400 * DAY_MS
+        forged = base64.urlsafe_b64encode(json.dumps(claims).encode()).rstrip(b"=").decode()
+        self.bad_signature = f"{header}.{forged}.{signature}"
+
+    def sign(self, ca: Path, kind: str, payload: dict) -> str:
+        path = self.directory / f"payload-{time.monotonic_ns()}.json"
+        path.write_text(json.dumps(payload))
+        result = run_cli("testkit", "sign", kind, "--ca", str(ca), "--payload", str(path))
+        assert result.returncode == 0, result.stderr
+        token = result.stdout.strip()
+        assert token.count(".") == 2, token
+        return token

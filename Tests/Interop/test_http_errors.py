@@ -8,7 +8,6 @@ import http.client
 import json
 import pathlib
 import socket
-import time
 
 import pytest
 

@@ -15,14 +15,10 @@
 
 from __future__ import annotations
 
-import base64
 import copy
 import json
 import re
-import signal
-import time
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any, Callable
 
 import pytest
@@ -33,9 +29,13 @@ from referencing import Registry
 from referencing.jsonschema import DRAFT202012
 
 from support import (
+    OFFER_FIRST_COME,
+    OFFER_INTRO,
+    OFFER_LAPSED,
+    OFFER_ONCE,
+    OFFER_WB_ANY,
     read_raw,
     BUNDLE_ID,
-    ISSUER_ID,
     OFFER_OPEN,
     OFFER_VERIFIED,
     OFFER_WINBACK,
@@ -45,9 +45,6 @@ from support import (
     PROMO_PATH,
     REPO_ROOT,
     Response,
-    Server,
-    b64url_decode,
-    run_cli,
 )
 
 SPEC_PATH = REPO_ROOT / "openapi.yaml"
@@ -55,16 +52,8 @@ BASE_URI = "urn:offer-signer:openapi"
 INTRO_PATH = "/v1/signatures/introductory-offer-eligibility"
 ELIGIBILITY_PATH = "/v1/eligibility"
 MAX_BODY = 64 * 1024
-DAY_MS = 86_400_000
 TOKEN = "7E3FB20B-4CDB-47CC-936D-99D65F608138"
 
-# Offers of the verified server (besides OFFER_OPEN).
-OFFER_LAPSED = "lapsed_30"
-OFFER_ONCE = "once_per_customer"
-OFFER_FIRST_COME = "first_come"
-OFFER_INTRO = "intro_trial"
-OFFER_WB_ANY = "wb_any"
-OFFER_WB_GBR = "wb_gbr"
 
 # Every operation the server routes: method and path. HEAD is answered wherever GET is.
 EXPECTED_OPERATIONS = {
@@ -283,154 +272,6 @@ def test_schemas_refuse_what_the_server_never_sends(openapi):
                           {"error": {"code": "not_eligible", "message": "m", "reasons": []}})
     assert openapi.errors("/components/schemas/InvalidRequestError",
                           {"error": {"code": "unknown_app", "message": "m"}})
-
-
-# MARK: - Test-signed Apple data and a server that trusts it
-
-
-def transaction_payload(now: int, expired_days_ago: int, bundle_id: str = BUNDLE_ID, environment: str = "Sandbox",
-                        original_transaction_id: str = "2000000000000001", **overrides) -> dict:
-    """A transaction like SignedDataFactory.subscriptionTransaction (Apple's field names)."""
-    payload = {
-        "transactionId": original_transaction_id,
-        "originalTransactionId": original_transaction_id,
-        "bundleId": bundle_id,
-        "productId": PRODUCT_MONTHLY,
-        "subscriptionGroupIdentifier": "21000001",
-        "purchaseDate": now - (expired_days_ago + 30) * DAY_MS,
-        "originalPurchaseDate": now - (expired_days_ago + 30) * DAY_MS,
-        "expiresDate": now - expired_days_ago * DAY_MS,
-        "quantity": 1,
-        "type": "Auto-Renewable Subscription",
-        "inAppOwnershipType": "PURCHASED",
-        "signedDate": now,
-        "environment": environment,
-        "transactionReason": "PURCHASE",
-        "storefront": "USA",
-        "storefrontId": "143441",
-        "price": 9990,
-        "currency": "USD",
-        "appTransactionId": "704289572311" + original_transaction_id[-4:],
-    }
-    payload.update(overrides)
-    return payload
-
-
-def renewal_payload(now: int, original_transaction_id: str = "2000000000000001", **overrides) -> dict:
-    payload = {
-        "originalTransactionId": original_transaction_id,
-        "productId": PRODUCT_MONTHLY,
-        "autoRenewProductId": PRODUCT_MONTHLY,
-        "autoRenewStatus": 0,
-        "isInBillingRetryPeriod": False,
-        "signedDate": now,
-        "environment": "Sandbox",
-        "recentSubscriptionStartDate": now - 30 * DAY_MS,
-    }
-    payload.update(overrides)
-    return payload
-
-
-def app_transaction_payload(now: int) -> dict:
-    return {
-        "appTransactionId": "7042895723110001",  # the same customer as transaction_payload's
-        "bundleId": BUNDLE_ID,
-        "appAppleId": 1234567890,
-        "applicationVersion": "1",
-        "originalApplicationVersion": "1",
-        "receiptType": "Sandbox",
-        "receiptCreationDate": now,
-        "originalPurchaseDate": now - 90 * DAY_MS,
-        "signedDate": now,
-        "originalPlatform": "iOS",
-    }
-
-
-class SignedData:
-    """Apple-like signed data from `offer-signer testkit sign`, good and bad."""
-
-    def __init__(self, directory: Path):
-        self.directory = directory
-        ca, stranger = directory / "ca", directory / "stranger"
-        now = int(time.time() * 1000)
-        # Lapsed past Apple's longest billing retry (60 days): expired even without renewal info.
-        self.lapsed = self.sign(ca, "transaction", transaction_payload(now, 70))
-        self.recent = self.sign(ca, "transaction", transaction_payload(now, 10))
-        self.app_transaction = self.sign(ca, "app-transaction", app_transaction_payload(now))
-        self.renewal = self.sign(ca, "renewal-info", renewal_payload(
-            now, eligibleWinBackOfferIds=[OFFER_WB_GBR, "not_configured", OFFER_WB_ANY]))
-        self.foreign_renewal = self.sign(ca, "renewal-info", renewal_payload(now, "2000000000000999"))
-        self.wrong_app = self.sign(ca, "transaction", transaction_payload(now, 40, bundle_id="com.example.other"))
-        self.production = self.sign(ca, "transaction", transaction_payload(now, 40, environment="Production"))
-        self.stranger = self.sign(stranger, "transaction", transaction_payload(now, 40))
-        self.wrong_type = self.sign(ca, "transaction", transaction_payload(now, 40, expiresDate="soon"))
-        # The same header and signature over a payload that says something else.
-        header, payload, signature = self.lapsed.split(".")
-        claims = json.loads(b64url_decode(payload))
-        claims["expiresDate"] -= 400 * DAY_MS
-        forged = base64.urlsafe_b64encode(json.dumps(claims).encode()).rstrip(b"=").decode()
-        self.bad_signature = f"{header}.{forged}.{signature}"
-
-    def sign(self, ca: Path, kind: str, payload: dict) -> str:
-        path = self.directory / f"payload-{time.monotonic_ns()}.json"
-        path.write_text(json.dumps(payload))
-        result = run_cli("testkit", "sign", kind, "--ca", str(ca), "--payload", str(path))
-        assert result.returncode == 0, result.stderr
-        token = result.stdout.strip()
-        assert token.count(".") == 2, token
-        return token
-
-
-@pytest.fixture(scope="module")
-def testkit_dir(tmp_path_factory, bin_path) -> Path:
-    directory = tmp_path_factory.mktemp("openapi-testkit")
-    for name in ("ca", "stranger"):
-        result = run_cli("testkit", "ca", "--out", str(directory / name))
-        assert result.returncode == 0, result.stderr
-    return directory
-
-
-@pytest.fixture(scope="module")
-def signed(testkit_dir) -> SignedData:
-    return SignedData(testkit_dir)
-
-
-@pytest.fixture(scope="module")
-def verified_server(testkit_dir, signing_key):
-    """A server that trusts the test root (Sandbox only) and has every kind of offer, limits included."""
-    config = {
-        "listen": {"host": "127.0.0.1", "port": 0},
-        "storage": "memory",
-        "trust": {"rootCertificates": [str(testkit_dir / "ca" / "root.cer")], "environments": ["Sandbox"]},
-        "apps": [{
-            "bundleId": BUNDLE_ID,
-            "issuerId": ISSUER_ID,
-            "keys": [{"keyId": signing_key.key_id, "privateKeyFile": str(signing_key.path)}],
-            "offers": [
-                {"id": OFFER_OPEN, "type": "promotional", "productIds": [PRODUCT_MONTHLY, PRODUCT_YEARLY],
-                 "requiresVerifiedCustomer": False},
-                {"id": OFFER_LAPSED, "type": "promotional", "productIds": [PRODUCT_MONTHLY],
-                 "eligibility": {"all": [{"subscriptionStatus": ["expired"]}, {"daysSinceExpiry": {"min": 30}}]}},
-                {"id": OFFER_ONCE, "type": "promotional", "productIds": [PRODUCT_MONTHLY],
-                 "limits": {"perCustomer": 1}},
-                {"id": OFFER_FIRST_COME, "type": "promotional", "productIds": [PRODUCT_YEARLY],
-                 "requiresVerifiedCustomer": False, "limits": {"total": 1}},
-                {"id": OFFER_INTRO, "type": "introductoryOffer", "productIds": [PRODUCT_MONTHLY],
-                 "eligibility": {"all": [{"subscriptionStatus": ["expired"]}, {"daysSinceExpiry": {"min": 30}}]}},
-                {"id": OFFER_WB_ANY, "type": "winBack", "productIds": [PRODUCT_MONTHLY]},
-                {"id": OFFER_WB_GBR, "type": "winBack", "productIds": [PRODUCT_MONTHLY],
-                 "eligibility": {"storefronts": ["GBR"]}},
-            ],
-        }],
-    }
-    path = testkit_dir / "verified.json"
-    path.write_text(json.dumps(config, indent=2))
-    check = run_cli("config", "check", "--config", str(path))
-    assert check.returncode == 0, check.stdout + check.stderr
-    running = Server.start(path, testkit_dir)
-    yield running
-    status = running.stop(signal.SIGTERM, timeout=5)
-    assert status == 0, running.stderr_path.read_text(errors="replace")
 
 
 # MARK: - Real responses against the document

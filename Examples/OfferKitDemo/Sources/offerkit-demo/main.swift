@@ -1,0 +1,171 @@
+// The README's flow against a running offer-signer: the offers a customer may be shown, a promotional offer
+// signed as JWS and in the legacy form with an app account token, and an introductory offer decision, each
+// printed as the purchase plan an app would hand to StoreKit.
+import Foundation
+import OfferKit
+
+struct Arguments {
+    var url: URL?
+    var bundleId = "com.example.app"
+    var productId = "com.example.pro.monthly"
+    var offerId: String?
+    var introOfferId: String?
+    var customer = SignedCustomerData.none
+    var json = false
+
+    static let usage = """
+        Usage: offerkit-demo --url URL [--bundle-id ID] [--product ID] [--offer ID] [--intro-offer ID]
+                             [--transaction FILE] [--renewal-info FILE] [--app-transaction FILE] [--json]
+
+        Asks the offer-signer at URL, through OfferKit, for the offers the customer may be shown, then signs
+        --offer (default: the first promotional offer listed) as JWS and in the legacy form with a new app
+        account token, then asks for the introductory offer decision (needs --transaction or
+        --app-transaction). FILEs hold the Apple-signed JWS texts StoreKit gives an app. --json prints one
+        JSON object per step.
+        """
+
+    init(_ arguments: [String]) throws {
+        var rest = arguments[...]
+        func value(_ flag: String) throws -> String {
+            guard let next = rest.popFirst() else { throw DemoError("\(flag) needs a value") }
+            return next
+        }
+        func file(_ flag: String) throws -> String {
+            let path = try value(flag)
+            guard let text = try? String(contentsOfFile: path, encoding: .utf8) else {
+                throw DemoError("\(flag): cannot read \(path)")
+            }
+            return text.trimmingCharacters(in: .whitespacesAndNewlines)
+        }
+        while let flag = rest.popFirst() {
+            switch flag {
+            case "--url":
+                let text = try value(flag)
+                guard let url = URL(string: text), url.scheme == "http" || url.scheme == "https" else {
+                    throw DemoError("--url: \(text) is not an http(s) URL")
+                }
+                self.url = url
+            case "--bundle-id": bundleId = try value(flag)
+            case "--product": productId = try value(flag)
+            case "--offer": offerId = try value(flag)
+            case "--intro-offer": introOfferId = try value(flag)
+            case "--transaction": customer.transaction = try file(flag)
+            case "--renewal-info": customer.renewalInfo = try file(flag)
+            case "--app-transaction": customer.appTransaction = try file(flag)
+            case "--json": json = true
+            case "--help", "-h":
+                print(Self.usage)
+                exit(0)
+            default: throw DemoError("unknown option \(flag)\n\n\(Self.usage)")
+            }
+        }
+        guard url != nil else { throw DemoError("--url is required\n\n\(Self.usage)") }
+    }
+}
+
+struct DemoError: Error, CustomStringConvertible {
+    let description: String
+    init(_ description: String) { self.description = description }
+}
+
+/// Prints a step for people, or as one JSON object.
+struct Printer {
+    let json: Bool
+
+    func step(_ name: String, _ text: String, _ fields: [String: Any]) {
+        if json {
+            var object = fields
+            object["step"] = name
+            let data = try! JSONSerialization.data(withJSONObject: object, options: [.sortedKeys])
+            print(String(decoding: data, as: UTF8.self))
+        } else {
+            print(text)
+        }
+    }
+
+    func plan(_ name: String, _ plan: PurchasePlan) {
+        var fields: [String: Any] = ["productId": plan.productId]
+        fields["appAccountToken"] = plan.appAccountToken?.uuidString ?? NSNull()
+        var storeKit: String
+        switch plan.offer {
+        case .promotional(let offerId, let compactJWS):
+            fields["offerId"] = offerId
+            fields["compactJWS"] = compactJWS
+            storeKit =
+                "Product.PurchaseOption.promotionalOffer(\"\(offerId)\", compactJWS: <\(compactJWS.count) characters>)"
+        case .legacyPromotional(let signature):
+            fields["offerId"] = signature.offerId
+            fields["keyId"] = signature.keyId
+            fields["nonce"] = signature.nonce.uuidString
+            fields["timestamp"] = signature.timestamp
+            fields["signatureDER"] = signature.signature.base64EncodedString()
+            storeKit = """
+                Product.PurchaseOption.promotionalOffer(offerID: "\(signature.offerId)", keyID: "\(signature.keyId)", \
+                nonce: UUID(\(signature.nonce.uuidString)), signature: <\(signature.signature.count) bytes of DER>, \
+                timestamp: \(signature.timestamp))
+                """
+        case .introductoryOfferEligibility(let compactJWS):
+            fields["compactJWS"] = compactJWS
+            storeKit =
+                "Product.PurchaseOption.introductoryOfferEligibility(compactJWS: <\(compactJWS.count) characters>)"
+        case .winBack(let offerId):
+            fields["offerId"] = offerId
+            storeKit =
+                "Product.PurchaseOption.winBackOffer(<the offer \"\(offerId)\" of product.subscription?.winBackOffers>)"
+        case nil:
+            storeKit = "no offer"
+        }
+        if let token = plan.appAccountToken { storeKit += " + .appAccountToken(\(token.uuidString))" }
+        step(name, "\(name): purchase plan for \(plan.productId)\n  \(storeKit)", fields)
+    }
+}
+
+func run(_ arguments: Arguments) async throws {
+    let client = OfferClient(baseURL: arguments.url!, bundleId: arguments.bundleId)
+    let out = Printer(json: arguments.json)
+    let product = arguments.productId
+
+    let eligible = try await client.eligibleOffers(productIds: [product], customer: arguments.customer)
+    let promotional = eligible.promotionalOfferIds(for: product)
+    let winBack = eligible.winBackOfferIds(for: product)
+    out.step(
+        "eligible",
+        "eligible offers for \(product): promotional \(promotional), win-back (best first) \(winBack)",
+        ["promotional": promotional, "winBack": winBack])
+    if let first = winBack.first, let plan = eligible.winBackPlan(productId: product, offerId: first) {
+        out.plan("win-back", plan)
+    }
+
+    guard let offerId = arguments.offerId ?? promotional.first else {
+        throw DemoError("no promotional offer listed for \(product); name one with --offer")
+    }
+    out.plan(
+        "jws", try await client.promotionalOffer(productId: product, offerId: offerId, customer: arguments.customer))
+    out.plan(
+        "legacy",
+        try await client.promotionalOffer(
+            productId: product, offerId: offerId, customer: arguments.customer, appAccountToken: UUID(),
+            format: .legacy))
+
+    guard arguments.customer.transaction != nil || arguments.customer.appTransaction != nil else {
+        out.step("intro", "intro: skipped (needs --transaction or --app-transaction)", ["skipped": true])
+        return
+    }
+    let intro = try await client.introductoryOfferEligibility(
+        productId: product, offerId: arguments.introOfferId, customer: arguments.customer)
+    out.step(
+        "intro-decision",
+        "intro: offer \(intro.offerId) \(intro.isAllowed ? "allowed" : "refused \(intro.reasons)")",
+        ["offerId": intro.offerId, "allowed": intro.isAllowed, "reasons": intro.reasons.map(\.description)])
+    out.plan("intro", intro.plan)
+}
+
+do {
+    try await run(try Arguments(Array(CommandLine.arguments.dropFirst())))
+} catch let error as OfferKitError {
+    FileHandle.standardError.write(Data("offerkit-demo: \(error)\n".utf8))
+    exit(1)
+} catch {
+    FileHandle.standardError.write(Data("offerkit-demo: \(error)\n".utf8))
+    exit(2)
+}

@@ -1,0 +1,61 @@
+#!/usr/bin/env bash
+# Type-checks OfferKit's StoreKit layer (Sources/OfferKit/StoreKit, compiled only where StoreKit exists) and
+# the README's app code on Linux, against a stub of the StoreKit declarations they use
+# (Tests/StoreKitStub/StoreKit.swift, Apple's signatures). Apple's platforms cannot be built here: this is how a
+# typo, a wrong label or a wrong type in that code fails `make test`.
+# The README's checked code is every ```swift block that follows a `<!-- checked: storekit -->` line.
+set -euo pipefail
+root="$(cd "$(dirname "$0")/.." && pwd)"
+work="$(mktemp -d)"
+trap 'rm -rf "$work"' EXIT
+swiftc=(swiftc -swift-version 6 -I "$work")
+
+# The stub, the wire types and OfferKit as modules, in the order they import each other.
+"${swiftc[@]}" -emit-module -parse-as-library -enable-library-evolution -suppress-warnings -module-name StoreKit -emit-module-path "$work/StoreKit.swiftmodule" \
+    "$root/Tests/StoreKitStub/StoreKit.swift"
+"${swiftc[@]}" -emit-module -parse-as-library -module-name OfferAPI -emit-module-path "$work/OfferAPI.swiftmodule" \
+    "$root"/Sources/OfferAPI/*.swift
+mapfile -t kit < <(find "$root/Sources/OfferKit" -name '*.swift' | sort)
+"${swiftc[@]}" -emit-module -parse-as-library -module-name OfferKit -warnings-as-errors -emit-module-path "$work/OfferKit.swiftmodule" \
+    "${kit[@]}"
+
+# The StoreKit layer must really have been compiled in: a file that calls it must type-check.
+cat > "$work/uses-glue.swift" <<'SWIFT'
+import Foundation
+import OfferKit
+import StoreKit
+
+func glueIsThere(_ plan: PurchasePlan, _ product: Product, _ client: OfferClient, _ offer: Product.SubscriptionOffer)
+    async throws -> Set<Product.PurchaseOption>
+{
+    _ = try await client.compactJWS(product: product, offer: offer)
+    _ = await SignedCustomerData.current(for: product)
+    return try plan.purchaseOptions(for: product)
+}
+SWIFT
+"${swiftc[@]}" -typecheck -parse-as-library "$work/uses-glue.swift"
+
+# The README's app code.
+awk -v out="$work/readme" '
+    /<!-- checked: storekit -->/ { armed = 1; next }
+    armed && /^```swift/ { inside = 1; n++; file = sprintf("%s-%02d.swift", out, n); next }
+    inside && /^```/ { inside = 0; armed = 0; close(file); next }
+    inside { print > file }
+' "${README:-$root/README.md}"
+readme=("$work"/readme-*.swift)
+if [ ! -e "${readme[0]}" ]; then
+    echo "check-storekit: README.md has no <!-- checked: storekit --> swift block" >&2
+    exit 1
+fi
+"${swiftc[@]}" -typecheck -parse-as-library -warnings-as-errors "${readme[@]}"
+
+# The check itself must be able to fail: a wrong label against the stub is an error.
+cat > "$work/wrong-label.swift" <<'SWIFT'
+import StoreKit
+let wrong = Product.PurchaseOption.promotionalOffer(offerID: "offer", compactJWS: "a.b.c")
+SWIFT
+if "${swiftc[@]}" -typecheck "$work/wrong-label.swift" 2>/dev/null; then
+    echo "check-storekit: the stub accepted a wrong label; it no longer checks anything" >&2
+    exit 1
+fi
+echo "check-storekit: the StoreKit layer (${#kit[@]} OfferKit files) and ${#readme[@]} README block(s) type-check"

@@ -1,0 +1,127 @@
+"""The example consumer package (Examples/OfferKitDemo) against the real binary: it depends on this repository
+as an app would, imports only OfferKit, and runs the README's flow. Its purchase plans are judged here:
+ES256 verification (cryptography) of the JWS with the service's key, and the legacy plan's DER bytes verified over
+the payload Apple's own library builds from the plan's nonce, timestamp and token."""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+import subprocess
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+
+from support import (
+    BUNDLE_ID,
+    ISSUER_ID,
+    OFFER_INTRO,
+    OFFER_LAPSED,
+    OFFER_OPEN,
+    OFFER_WB_ANY,
+    PRODUCT_MONTHLY,
+    REPO_ROOT,
+    apple_legacy_payload,
+    der_signature_verifies,
+    jws_parts,
+    jws_verifies,
+)
+
+EXAMPLE = REPO_ROOT / "Examples" / "OfferKitDemo"
+
+
+@pytest.fixture(scope="module")
+def demo() -> Path:
+    path = Path(os.environ.get("OFFERKIT_DEMO_BIN", EXAMPLE / ".build" / "debug" / "offerkit-demo"))
+    assert path.exists(), f"{path} is missing: `make test` builds it (swift build --package-path {EXAMPLE})"
+    return path
+
+
+def run_demo(demo: Path, *args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([str(demo), *args], capture_output=True, text=True, timeout=60)
+
+
+def steps(result: subprocess.CompletedProcess) -> dict[str, dict]:
+    assert result.returncode == 0, result.stderr
+    lines = [json.loads(line) for line in result.stdout.splitlines()]
+    by_step = {line.pop("step"): line for line in lines}
+    assert len(by_step) == len(lines), result.stdout
+    return by_step
+
+
+def test_the_example_builds_only_offerkit_and_the_wire_types(demo):
+    """Adding the package to an app compiles OfferKit and OfferAPI, none of the service's modules or C libraries."""
+    build = demo.parent
+    compiled = {d.name.removesuffix(".build") for d in build.glob("*.build") if any(d.rglob("*.o"))}
+    assert compiled == {"OfferAPI", "OfferKit", "offerkit_demo"}, compiled
+    linked = subprocess.run(["ldd", str(demo)], capture_output=True, text=True, check=True).stdout
+    for library in ("libmicrohttpd", "libsqlite3"):
+        assert library not in linked, linked
+
+
+def test_the_readme_flow_against_test_kit_data(demo, verified_server, signed, signing_key, tmp_path):
+    (tmp_path / "transaction.jws").write_text(signed.lapsed)
+    (tmp_path / "renewal.jws").write_text(signed.renewal)
+    before = int(time.time() * 1000)
+    result = run_demo(
+        demo, "--url", verified_server.base_url, "--bundle-id", BUNDLE_ID, "--product", PRODUCT_MONTHLY,
+        "--offer", OFFER_LAPSED, "--intro-offer", OFFER_INTRO, "--transaction", str(tmp_path / "transaction.jws"),
+        "--renewal-info", str(tmp_path / "renewal.jws"), "--json")
+    after = int(time.time() * 1000)
+    out = steps(result)
+    assert set(out) == {"eligible", "win-back", "jws", "legacy", "intro-decision", "intro"}, out
+
+    # Listing: the lapsed customer's promotional offers; Apple's win-back list filtered by the service's rules
+    # (the GBR-only offer is out for a USA storefront, the unconfigured one is dropped), Apple's order kept.
+    assert OFFER_LAPSED in out["eligible"]["promotional"] and OFFER_OPEN in out["eligible"]["promotional"]
+    assert out["eligible"]["winBack"] == [OFFER_WB_ANY]
+    assert out["win-back"] == {"productId": PRODUCT_MONTHLY, "offerId": OFFER_WB_ANY, "appAccountToken": None}
+
+    # The JWS plan: signed by the service's key, for this app, product and offer.
+    jws = out["jws"]
+    assert jws["offerId"] == OFFER_LAPSED and jws["appAccountToken"] is None
+    assert jws_verifies(jws["compactJWS"], signing_key.public_key)
+    header, claims, _ = jws_parts(jws["compactJWS"])
+    assert header["kid"] == signing_key.key_id
+    assert (claims["iss"], claims["bid"], claims["productId"], claims["offerIdentifier"]) == (
+        ISSUER_ID, BUNDLE_ID, PRODUCT_MONTHLY, OFFER_LAPSED)
+
+    # The legacy plan: DER bytes (not Base64 text) that verify over Apple's payload made from the plan's own
+    # nonce, timestamp (milliseconds) and token; the token is the one the plan buys with.
+    legacy = out["legacy"]
+    der = base64.b64decode(legacy["signatureDER"], validate=True)
+    assert der[0] == 0x30 and len(der) in range(68, 73), der.hex()
+    assert before <= legacy["timestamp"] <= after
+    token = legacy["appAccountToken"]
+    assert uuid.UUID(token) and uuid.UUID(legacy["nonce"])
+    payload = apple_legacy_payload(
+        signing_key.pem, legacy["keyId"], BUNDLE_ID, PRODUCT_MONTHLY, OFFER_LAPSED, token, legacy["nonce"],
+        legacy["timestamp"])
+    assert der_signature_verifies(der, payload, signing_key.public_key)
+    other = apple_legacy_payload(
+        signing_key.pem, legacy["keyId"], BUNDLE_ID, PRODUCT_MONTHLY, OFFER_LAPSED, str(uuid.uuid4()),
+        legacy["nonce"], legacy["timestamp"])
+    assert not der_signature_verifies(der, other, signing_key.public_key)
+
+    # The introductory offer decision: lapsed over 30 days, allowed, and the JWS says so.
+    assert out["intro-decision"] == {"offerId": OFFER_INTRO, "allowed": True, "reasons": []}
+    intro = out["intro"]
+    assert jws_verifies(intro["compactJWS"], signing_key.public_key)
+    _, intro_claims, _ = jws_parts(intro["compactJWS"])
+    assert intro_claims["allowIntroductoryOffer"] is True and intro_claims["productId"] == PRODUCT_MONTHLY
+
+
+def test_the_example_reports_the_service_errors(demo, verified_server):
+    result = run_demo(demo, "--url", verified_server.base_url, "--bundle-id", BUNDLE_ID, "--product", PRODUCT_MONTHLY,
+                      "--offer", "no_such_offer")
+    assert result.returncode == 1, result.stdout + result.stderr
+    assert "unknown offer" in result.stderr and "offerId" in result.stderr, result.stderr
+    refused = run_demo(demo, "--url", verified_server.base_url, "--bundle-id", BUNDLE_ID, "--product", PRODUCT_MONTHLY,
+                       "--offer", OFFER_LAPSED)
+    assert refused.returncode == 1
+    assert refused.stderr.startswith("offerkit-demo: not eligible: "), refused.stderr
+    closed = run_demo(demo, "--url", "http://127.0.0.1:1", "--bundle-id", BUNDLE_ID)
+    assert closed.returncode == 1 and "transport: cannotConnect" in closed.stderr, closed.stderr

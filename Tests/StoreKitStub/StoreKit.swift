@@ -1,0 +1,128 @@
+// A stub of exactly the StoreKit declarations OfferKit's StoreKit layer and the README's app code use, with
+// Apple's signatures (from developer.apple.com/documentation/storekit), so that `Scripts/check-storekit.sh`
+// type-checks that code on Linux. Never a package target: it would clash with Apple's StoreKit in an app's build.
+// Bodies never run.
+
+import Foundation
+
+public struct Product: Identifiable, Hashable, Sendable {
+    public typealias ID = String
+
+    public let id: Product.ID
+    public let displayName: String
+    public let displayPrice: String
+    public let subscription: Product.SubscriptionInfo?
+
+    // func purchase(options: Set<Product.PurchaseOption> = []) async throws -> Product.PurchaseResult
+    public func purchase(options: Set<Product.PurchaseOption> = []) async throws -> Product.PurchaseResult {
+        fatalError("stub")
+    }
+
+    // static func products<Identifiers>(for identifiers: Identifiers) async throws -> [Product]
+    //     where Identifiers : Collection, Identifiers.Element == String
+    public static func products<Identifiers: Collection>(for identifiers: Identifiers) async throws -> [Product]
+    where Identifiers.Element == String {
+        fatalError("stub")
+    }
+
+    public struct PurchaseOption: Hashable, Sendable {
+        // static func appAccountToken(_ token: UUID) -> Product.PurchaseOption
+        public static func appAccountToken(_ token: UUID) -> Product.PurchaseOption { fatalError("stub") }
+
+        // @backDeployed(before: iOS 26.0, ...)
+        // static func promotionalOffer(_ offerID: String, compactJWS: String) -> [Product.PurchaseOption]
+        public static func promotionalOffer(_ offerID: String, compactJWS: String) -> [Product.PurchaseOption] {
+            fatalError("stub")
+        }
+
+        // @backDeployed(before: iOS 18.4, ...)
+        // static func introductoryOfferEligibility(compactJWS: String) -> Product.PurchaseOption
+        public static func introductoryOfferEligibility(compactJWS: String) -> Product.PurchaseOption {
+            fatalError("stub")
+        }
+
+        // iOS 15.0 - 26.0 (deprecated):
+        // static func promotionalOffer(offerID: String, keyID: String, nonce: UUID, signature: Data, timestamp: Int)
+        //     -> Product.PurchaseOption
+        @available(iOS, introduced: 15.0, deprecated: 26.0)
+        @available(macOS, introduced: 12.0, deprecated: 26.0)
+        public static func promotionalOffer(
+            offerID: String, keyID: String, nonce: UUID, signature: Data, timestamp: Int
+        ) -> Product.PurchaseOption {
+            fatalError("stub")
+        }
+
+        // iOS 18.0: static func winBackOffer(_ offer: Product.SubscriptionOffer) -> Product.PurchaseOption
+        @available(iOS 18.0, macOS 15.0, tvOS 18.0, watchOS 11.0, visionOS 2.0, *)
+        public static func winBackOffer(_ offer: Product.SubscriptionOffer) -> Product.PurchaseOption {
+            fatalError("stub")
+        }
+    }
+
+    public enum PurchaseResult: Sendable {
+        case success(VerificationResult<Transaction>)
+        case userCancelled
+        case pending
+    }
+
+    public struct SubscriptionInfo: Hashable, Sendable {
+        public let subscriptionGroupID: String
+        public let introductoryOffer: Product.SubscriptionOffer?
+        public let promotionalOffers: [Product.SubscriptionOffer]
+        @available(iOS 18.0, macOS 15.0, tvOS 18.0, watchOS 11.0, visionOS 2.0, *)
+        public var winBackOffers: [Product.SubscriptionOffer] { fatalError("stub") }
+
+        // static func status(for groupID: String) async throws -> [Product.SubscriptionInfo.Status]
+        public static func status(for groupID: String) async throws -> [Product.SubscriptionInfo.Status] {
+            fatalError("stub")
+        }
+
+        public struct Status: Equatable, Sendable {
+            public let transaction: VerificationResult<Transaction>
+            public let renewalInfo: VerificationResult<Product.SubscriptionInfo.RenewalInfo>
+        }
+
+        public struct RenewalInfo: Equatable, Sendable {
+            public let eligibleWinBackOfferIDs: [String]
+        }
+    }
+
+    public struct SubscriptionOffer: Hashable, Sendable {
+        public let id: String?
+        public let displayPrice: String
+    }
+}
+
+public enum VerificationResult<SignedType: Sendable>: Sendable {
+    case unverified(SignedType, VerificationResult<SignedType>.VerificationError)
+    case verified(SignedType)
+
+    public enum VerificationError: Error, Sendable {
+        case invalidSignature
+    }
+
+    // var payloadValue: SignedType { get throws }
+    public var payloadValue: SignedType {
+        get throws { fatalError("stub") }
+    }
+
+    // var jwsRepresentation: String { get }
+    public var jwsRepresentation: String { fatalError("stub") }
+}
+
+extension VerificationResult: Equatable where SignedType: Equatable {}
+
+public struct Transaction: Equatable, Sendable {
+    public let id: UInt64
+    public let productID: String
+    public let appAccountToken: UUID?
+
+    public func finish() async { fatalError("stub") }
+}
+
+public struct AppTransaction: Equatable, Sendable {
+    // static var shared: VerificationResult<AppTransaction> { get async throws }
+    public static var shared: VerificationResult<AppTransaction> {
+        get async throws { fatalError("stub") }
+    }
+}
