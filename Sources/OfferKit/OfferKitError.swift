@@ -135,6 +135,7 @@ public struct TransportError: Sendable, Equatable, CustomStringConvertible {
         }
     }
 
+    /// `kind (URLError code): message`, for logs.
     public var description: String {
         "\(kind.rawValue)" + (urlErrorCode.map { " (URLError \($0))" } ?? "") + ": \(message)"
     }

@@ -1,7 +1,9 @@
 // A stub of exactly the StoreKit declarations OfferKit's StoreKit layer and the README's app code use, with
 // Apple's signatures (from developer.apple.com/documentation/storekit), so that `Scripts/check-storekit.sh`
 // type-checks that code on Linux. Never a package target: it would clash with Apple's StoreKit in an app's build.
-// Bodies never run.
+// Bodies never run. Availability is written as Apple declares it, for the reader: on Linux the compiler checks
+// names, labels and types, not availability, so `#available` guards in OfferKit are reviewed by hand
+// (Product and its nested types: iOS 15; AppTransaction: iOS 16; win-back offers: iOS 18).
 
 import Foundation
 
@@ -120,6 +122,7 @@ public struct Transaction: Equatable, Sendable {
     public func finish() async { fatalError("stub") }
 }
 
+@available(iOS 16.0, macOS 13.0, tvOS 16.0, watchOS 9.0, visionOS 1.0, *)
 public struct AppTransaction: Equatable, Sendable {
     // static var shared: VerificationResult<AppTransaction> { get async throws }
     public static var shared: VerificationResult<AppTransaction> {

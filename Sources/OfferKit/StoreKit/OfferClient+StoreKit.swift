@@ -37,7 +37,7 @@
         /// `current(subscriptionGroupID:)`. A product that is not a subscription gives the app transaction only.
         public static func current(for product: Product) async -> SignedCustomerData {
             guard let groupID = product.subscription?.subscriptionGroupID else {
-                return SignedCustomerData(appTransaction: try? await AppTransaction.shared.jwsRepresentation)
+                return SignedCustomerData(appTransaction: await appTransaction())
             }
             return await current(subscriptionGroupID: groupID)
         }
@@ -51,8 +51,14 @@
                 data.transaction = status.transaction.jwsRepresentation
                 data.renewalInfo = status.renewalInfo.jwsRepresentation
             }
-            data.appTransaction = try? await AppTransaction.shared.jwsRepresentation
+            data.appTransaction = await appTransaction()
             return data
+        }
+
+        /// `AppTransaction`'s JWS, from iOS 16 (the first with `AppTransaction`); `nil` before or on failure.
+        static func appTransaction() async -> String? {
+            guard #available(iOS 16.0, macOS 13.0, tvOS 16.0, watchOS 9.0, visionOS 1.0, *) else { return nil }
+            return try? await AppTransaction.shared.jwsRepresentation
         }
 
         /// The signed data of one subscription status (`Product.SubscriptionInfo.status`), with the app
