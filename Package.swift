@@ -45,6 +45,7 @@ let package = Package(
             name: "OfferServerTests",
             dependencies: ["OfferServer", "OfferStore", "OfferAPI", "OfferCore", "OfferCrypto", "OfferTesting"]),
         .testTarget(name: "OfferStoreTests", dependencies: ["OfferStore", "OfferCore"]),
+        .testTarget(name: "OfferKitTests", dependencies: ["OfferKit", "OfferAPI"]),
         .testTarget(
             name: "EndToEndTests",
             dependencies: ["OfferKit", "OfferServer", "OfferAPI", "OfferCore", "OfferCrypto", "OfferTesting"]),

@@ -12,6 +12,8 @@ extension OfferClient {
         let policy = RetryPolicy(options: options)
         var retry = 0
         while true {
+            // A cancelled caller has stopped waiting: a request sent now could be signed and counted for nothing.
+            if Task.isCancelled { throw .transport(.cancelled) }
             let outcome: RetryPolicy.Outcome
             let failure: OfferKitError
             switch await attempt(request) {
@@ -73,7 +75,7 @@ extension OfferClient {
             group.addTask {
                 // The deadline: `nil` when cancelled because the exchange ended first.
                 do {
-                    try await Task.sleep(nanoseconds: UInt64(max(timeout, 0) * 1_000_000_000))
+                    try await Task.sleep(nanoseconds: Self.nanoseconds(timeout))
                 } catch {
                     return nil
                 }
@@ -83,10 +85,18 @@ extension OfferClient {
             var first: Attempt?
             while first == nil, let next = await group.next() { first = next }
             group.cancelAll()
-            return first ?? .failed(TransportError(kind: .cancelled, message: "cancelled"))
+            return first ?? .failed(.cancelled)
         }
-        if Task.isCancelled { return .failed(TransportError(kind: .cancelled, message: "cancelled")) }
+        if Task.isCancelled { return .failed(.cancelled) }
         return outcome
+    }
+
+    /// `seconds` for `Task.sleep`, saturated: `UInt64(_:)` traps on infinity and NaN, and an app may well pass
+    /// `.infinity` as a timeout. Negative and NaN give 0; the longest is `Int64.max` ns (292 years).
+    static func nanoseconds(_ seconds: TimeInterval) -> UInt64 {
+        let nanoseconds = seconds * 1_000_000_000
+        guard nanoseconds > 0 else { return 0 }
+        return nanoseconds < Double(Int64.max) ? UInt64(nanoseconds) : UInt64(Int64.max)
     }
 
     static func read(data: Data, response: URLResponse, maxBytes: Int) -> Attempt {
@@ -103,6 +113,9 @@ extension OfferClient {
 }
 
 extension TransportError {
+    /// The calling task was cancelled.
+    static let cancelled = TransportError(kind: .cancelled, message: "cancelled")
+
     /// Sorts a `URLSession` error by whether the request can have reached the service.
     init(_ error: any Error) {
         guard let urlError = error as? URLError else {

@@ -40,7 +40,7 @@ public struct OfferClient: Sendable {
     ) {
         self.init(
             baseURL: baseURL, bundleId: bundleId, session: session, headers: headers, options: options,
-            sleeper: { seconds in try? await Task.sleep(nanoseconds: UInt64(max(seconds, 0) * 1_000_000_000)) })
+            sleeper: { seconds in try? await Task.sleep(nanoseconds: Self.nanoseconds(seconds)) })
     }
 
     init(
