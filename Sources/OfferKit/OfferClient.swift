@@ -85,7 +85,8 @@ public struct OfferClient: Sendable {
             path: "v1/signatures/promotional-offer", body: request.jsonBytes, exchange: .signature)
         let signature = try Self.decode(PromotionalOfferSignature.self, from: body)
         return try ResponseCheck.plan(
-            for: signature, productId: productId, offerId: offerId, format: format, appAccountToken: appAccountToken)
+            for: signature, bundleId: bundleId, productId: productId, offerId: offerId, format: format,
+            appAccountToken: appAccountToken)
     }
 
     /// Asks the service for its signed decision on the introductory offer of `productId`
@@ -105,7 +106,8 @@ public struct OfferClient: Sendable {
             path: "v1/signatures/introductory-offer-eligibility", body: request.jsonBytes, exchange: .signature)
         let signature = try Self.decode(IntroductoryOfferEligibilitySignature.self, from: body)
         return try ResponseCheck.eligibility(
-            for: signature, productId: productId, offerId: offerId, appAccountToken: appAccountToken)
+            for: signature, bundleId: bundleId, productId: productId, offerId: offerId,
+            appAccountToken: appAccountToken)
     }
 
     /// Asks the service which promotional and win-back offers this customer may be shown (`POST /v1/eligibility`).

@@ -2,7 +2,8 @@ import Foundation
 import OfferAPI
 
 /// Reads the service's answers: errors into `OfferKitError`, signatures into plans, after checking that each
-/// matches what was asked (the form, the offer, the token), so a plan can only carry what the request signed.
+/// matches what was asked (the form; the JWS's app, product, offer and decision claims; the legacy nonce's case,
+/// DER and token), so a plan can only carry what was signed, for what the request asked.
 enum ResponseCheck {
     /// The error a non-200 answer stands for. Codes map first; statuses decide for codes OfferKit does not
     /// know and for bodies that are not the service's JSON error (a proxy's page).
@@ -40,23 +41,32 @@ enum ResponseCheck {
     }
 
     static func plan(
-        for signature: PromotionalOfferSignature, productId: String, offerId: String, format: PromotionalOfferFormat,
-        appAccountToken: UUID?
+        for signature: PromotionalOfferSignature, bundleId: String, productId: String, offerId: String,
+        format: PromotionalOfferFormat, appAccountToken: UUID?
     ) throws(OfferKitError) -> PurchasePlan {
         switch (signature, format) {
         case (.jws(let jws), .jws):
             try checkCompactJWS(jws.compactJWS)
+            try checkClaims(
+                of: jws.compactJWS,
+                are: ["bid": .string(bundleId), "productId": .string(productId), "offerIdentifier": .string(offerId)])
             return PurchasePlan(
                 productId: productId, offer: .promotional(offerId: offerId, compactJWS: jws.compactJWS),
                 appAccountToken: appAccountToken)
         case (.legacy(let legacy), .legacy):
-            guard let nonce = UUID(uuidString: legacy.nonce) else {
-                throw .malformedResponse("the legacy signature's nonce is not a UUID")
+            // StoreKit puts `nonce.uuidString.lowercased()` into the payload Apple checks: a nonce signed in
+            // another case would make a plan whose `UUID` is not what was signed.
+            guard let nonce = UUID(uuidString: legacy.nonce), legacy.nonce == nonce.uuidString.lowercased() else {
+                throw .malformedResponse("the legacy signature's nonce is not a lowercase UUID")
             }
             guard let der = Base64.decode(legacy.signature), !der.isEmpty else {
                 throw .malformedResponse("the legacy signature is not standard Base64")
             }
-            guard legacy.appAccountToken?.lowercased() == appAccountToken?.uuidString.lowercased() else {
+            guard isDERSequence(der) else {
+                throw .malformedResponse("the legacy signature is not a DER ECDSA signature")
+            }
+            // Exact: Apple's payload carries the token lowercased, as OfferKit sent it.
+            guard legacy.appAccountToken == appAccountToken?.uuidString.lowercased() else {
                 throw .malformedResponse("the legacy signature was made for another app account token")
             }
             guard let timestamp = Int(exactly: legacy.timestamp), timestamp > 0, !legacy.keyId.isEmpty else {
@@ -73,19 +83,45 @@ enum ResponseCheck {
     }
 
     static func eligibility(
-        for signature: IntroductoryOfferEligibilitySignature, productId: String, offerId: String?,
+        for signature: IntroductoryOfferEligibilitySignature, bundleId: String, productId: String, offerId: String?,
         appAccountToken: UUID?
     ) throws(OfferKitError) -> IntroductoryOfferEligibility {
         try checkCompactJWS(signature.compactJWS)
         if let offerId, signature.offerId != offerId {
             throw .malformedResponse("the service decided offer \(signature.offerId), not \(offerId)")
         }
+        // `isAllowed` is what the app shows; it must be what StoreKit will apply, the signed claim.
+        try checkClaims(
+            of: signature.compactJWS,
+            are: [
+                "bid": .string(bundleId), "productId": .string(productId),
+                "allowIntroductoryOffer": .bool(signature.allowIntroductoryOffer),
+            ])
         return IntroductoryOfferEligibility(
             isAllowed: signature.allowIntroductoryOffer, offerId: signature.offerId,
             reasons: signature.reasons.map { IneligibilityReason(rule: $0.rule, code: $0.code) },
             plan: PurchasePlan(
                 productId: productId, offer: .introductoryOfferEligibility(compactJWS: signature.compactJWS),
                 appAccountToken: appAccountToken))
+    }
+
+    /// Each claim in `expected` has its value in the compact JWS's payload (already checked to be three
+    /// base64url segments): the JWS StoreKit gets is for the app, product and offer the plan names. The message
+    /// names the claim, never its value or the token.
+    static func checkClaims(of token: String, are expected: [String: JSONValue]) throws(OfferKitError) {
+        let payload = token.split(separator: ".", omittingEmptySubsequences: false)[1]
+        guard let bytes = Base64.decodeURL(payload), let claims = (try? JSONParser.parse(bytes))?.objectValue else {
+            throw .malformedResponse("the compact JWS's payload is not a JSON object")
+        }
+        for (name, value) in expected.sorted(by: { $0.key < $1.key }) where claims[name] != value {
+            throw .malformedResponse("the compact JWS's \(name) claim is not the one asked for")
+        }
+    }
+
+    /// An ECDSA P-256 signature's DER shape: one SEQUENCE whose short-form length covers the rest, 8 to 72 bytes.
+    /// Catches the Base64 text (or a double encoding) passed where the DER bytes belong.
+    static func isDERSequence(_ der: [UInt8]) -> Bool {
+        (8...72).contains(der.count) && der[0] == 0x30 && Int(der[1]) == der.count - 2
     }
 
     /// Three non-empty base64url segments: StoreKit refuses anything else only at purchase time.

@@ -58,14 +58,6 @@ struct PlanTests {
         #expect(signature.signature == Data(base64Encoded: Sample.legacySignature))
     }
 
-    @Test("a signed token in uppercase still matches the token sent")
-    func legacyTokenCase() async throws {
-        let stub = StubService(Sample.legacyAnswer(appAccountToken: Sample.tokenText.uppercased()))
-        let plan = try await stub.client().promotionalOffer(
-            productId: Sample.productId, offerId: Sample.offerId, appAccountToken: Sample.token, format: .legacy)
-        #expect(plan.appAccountToken == Sample.token)
-    }
-
     @Test("an allowed introductory offer gives a plan carrying the decision's JWS and the token")
     func introductoryAllowed() async throws {
         let stub = StubService(Sample.introAnswer(allowed: true))
@@ -78,7 +70,7 @@ struct PlanTests {
                     isAllowed: true, offerId: Sample.introOfferId, reasons: [],
                     plan: PurchasePlan(
                         productId: Sample.productId,
-                        offer: .introductoryOfferEligibility(compactJWS: Sample.compactJWS),
+                        offer: .introductoryOfferEligibility(compactJWS: Sample.introJWS(allowed: true)),
                         appAccountToken: Sample.token)))
         #expect(decision.plan.offerId == nil)
     }
@@ -101,7 +93,7 @@ struct PlanTests {
                 IneligibilityReason(rule: "subscriptionStatus", code: "subscription_status_not_allowed"),
                 IneligibilityReason(rule: "loyalty", code: "a_code_from_the_future"),
             ])
-        #expect(decision.plan.offer == .introductoryOfferEligibility(compactJWS: Sample.compactJWS))
+        #expect(decision.plan.offer == .introductoryOfferEligibility(compactJWS: Sample.introJWS(allowed: false)))
         #expect(decision.plan.appAccountToken == nil)
     }
 

@@ -41,10 +41,32 @@ struct ResponseCheckTests {
     }
 
     @Test(
-        "a legacy nonce that is not a UUID is refused", arguments: ["not-a-uuid", "1c18713d4bba4b1bbe4efb7cc6894c58"])
+        "a legacy signature made for the token in uppercase is refused: Apple's payload has it lowercased",
+        arguments: [Sample.tokenText.uppercased(), "7E3fb20b-4cdb-47cc-936d-99d65f608138"])
+    func legacyTokenCase(signedToken: String) async {
+        await #expect(throws: Self.wrongToken) {
+            try await legacy(answer: Sample.legacyAnswer(appAccountToken: signedToken))
+        }
+    }
+
+    @Test(
+        "a legacy nonce that is not a lowercase UUID is refused",
+        arguments: ["not-a-uuid", "1c18713d4bba4b1bbe4efb7cc6894c58", Sample.nonce.uppercased()])
     func legacyNonce(nonce: String) async {
-        await #expect(throws: OfferKitError.malformedResponse("the legacy signature's nonce is not a UUID")) {
+        await #expect(throws: OfferKitError.malformedResponse("the legacy signature's nonce is not a lowercase UUID")) {
             try await legacy(answer: Sample.legacyAnswer(nonce: nonce, appAccountToken: Sample.tokenText))
+        }
+    }
+
+    @Test(
+        "a legacy signature whose bytes are not one DER SEQUENCE is refused (the Base64 text encoded again, raw r||s)",
+        arguments: [
+            Base64.encode(Array(Sample.legacySignature.utf8)), Base64.encode([UInt8](repeating: 0x30, count: 64)),
+            Base64.encode([0x30, 0x06, 0x02, 0x01, 0x01, 0x02, 0x01]), Base64.encode([0x30]),
+        ])
+    func legacyNotDER(signature: String) async {
+        await #expect(throws: OfferKitError.malformedResponse("the legacy signature is not a DER ECDSA signature")) {
+            try await legacy(answer: Sample.legacyAnswer(signature: signature, appAccountToken: Sample.tokenText))
         }
     }
 
@@ -100,6 +122,51 @@ struct ResponseCheckTests {
     func introductoryJWSShape(compactJWS: String) async {
         let stub = StubService(Sample.introAnswer(compactJWS: compactJWS))
         await #expect(throws: Self.badJWS) { try await Route.introductoryOffer.call(stub.client()) }
+    }
+
+    @Test(
+        "a promotional JWS signed for another app, product or offer is refused, naming the claim",
+        arguments: [
+            (Sample.promotionalJWS(bid: "com.example.other"), "bid"),
+            (Sample.promotionalJWS(productId: "com.example.pro.yearly"), "productId"),
+            (Sample.promotionalJWS(offerIdentifier: "another_offer"), "offerIdentifier"),
+            (Sample.jws(payload: #"{"offerIdentifier":"welcome_back_50"}"#), "bid"),
+        ])
+    func promotionalClaims(compactJWS: String, claim: String) async {
+        let stub = StubService(Sample.jwsAnswer(compactJWS: compactJWS))
+        await #expect(
+            throws: OfferKitError.malformedResponse("the compact JWS's \(claim) claim is not the one asked for")
+        ) {
+            try await Route.promotionalOffer.call(stub.client())
+        }
+    }
+
+    @Test(
+        "an introductory JWS for another app or product, or whose decision is not the answer's, is refused",
+        arguments: [
+            (Sample.introJWS(bid: "com.example.other"), true, "bid"),
+            (Sample.introJWS(productId: "com.example.pro.yearly"), true, "productId"),
+            (Sample.introJWS(allowed: false), true, "allowIntroductoryOffer"),
+            (Sample.introJWS(allowed: true), false, "allowIntroductoryOffer"),
+        ])
+    func introductoryClaims(compactJWS: String, answered allowed: Bool, claim: String) async {
+        let stub = StubService(Sample.introAnswer(allowed: allowed, compactJWS: compactJWS))
+        await #expect(
+            throws: OfferKitError.malformedResponse("the compact JWS's \(claim) claim is not the one asked for")
+        ) {
+            try await Route.introductoryOffer.call(stub.client())
+        }
+    }
+
+    @Test("a compact JWS whose payload is not a JSON object is refused", arguments: Route.allCases.filter(\.signs))
+    func jwsPayloadNotJSON(route: Route) async {
+        let compactJWS = Sample.jws(payload: "not json")
+        let stub = StubService(
+            route == .promotionalOffer
+                ? Sample.jwsAnswer(compactJWS: compactJWS) : Sample.introAnswer(compactJWS: compactJWS))
+        await #expect(throws: OfferKitError.malformedResponse("the compact JWS's payload is not a JSON object")) {
+            try await route.call(stub.client())
+        }
     }
 
     @Test("an introductory decision on another offer than the one asked about is refused")

@@ -19,8 +19,25 @@ enum Sample {
     static let customer = SignedCustomerData(
         transaction: "signed-transaction", renewalInfo: "signed-renewal-info", appTransaction: "signed-app-transaction")
 
-    /// A compact JWS of the right shape (three base64url segments); OfferKit does not verify it.
-    static let compactJWS = jws(payload: #"{"nonce":"\#(nonce)","offerIdentifier":"\#(offerId)"}"#)
+    /// A promotional compact JWS of the right shape (three base64url segments) with the claims OfferKit compares
+    /// with the request (`bid`, `productId`, `offerIdentifier`); OfferKit does not verify the signature.
+    static let compactJWS = promotionalJWS()
+
+    static func promotionalJWS(
+        bid: String = bundleId, productId: String = productId, offerIdentifier: String = offerId
+    ) -> String {
+        jws(
+            payload: #"{"bid":"\#(bid)","productId":"\#(productId)","offerIdentifier":"\#(offerIdentifier)","#
+                + #""nonce":"\#(nonce)","aud":"promotional-offer"}"#)
+    }
+
+    /// An introductory offer eligibility JWS with the claims OfferKit compares (`bid`, `productId`,
+    /// `allowIntroductoryOffer`).
+    static func introJWS(allowed: Bool = true, bid: String = bundleId, productId: String = productId) -> String {
+        jws(
+            payload: #"{"bid":"\#(bid)","productId":"\#(productId)","allowIntroductoryOffer":\#(allowed),"#
+                + #""aud":"introductory-offer-eligibility"}"#)
+    }
 
     static func jws(payload: String) -> String {
         [#"{"alg":"ES256","kid":"TESTKEY001","typ":"JWT"}"#, payload, "not a real signature"]
@@ -50,12 +67,12 @@ enum Sample {
     }
 
     static func introAnswer(
-        allowed: Bool = true, offerId: String = introOfferId, compactJWS: String = compactJWS,
-        reasons: [FailedRule] = []
+        allowed: Bool = true, offerId: String = introOfferId, compactJWS: String? = nil, reasons: [FailedRule] = []
     ) -> StubAnswer {
         .ok(
             IntroductoryOfferEligibilitySignature(
-                keyId: keyId, compactJWS: compactJWS, nonce: nonce, issuedAt: 1_795_988_821,
+                keyId: keyId, compactJWS: compactJWS ?? introJWS(allowed: allowed), nonce: nonce,
+                issuedAt: 1_795_988_821,
                 allowIntroductoryOffer: allowed, offerId: offerId, reasons: reasons))
     }
 
