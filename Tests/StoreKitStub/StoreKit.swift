@@ -15,8 +15,8 @@ public struct Product: Identifiable, Hashable, Sendable {
     public let displayPrice: String
     public let subscription: Product.SubscriptionInfo?
 
-    // func purchase(options: Set<Product.PurchaseOption> = []) async throws -> Product.PurchaseResult
-    public func purchase(options: Set<Product.PurchaseOption> = []) async throws -> Product.PurchaseResult {
+    // @MainActor func purchase(options: Set<Product.PurchaseOption> = []) async throws -> Product.PurchaseResult
+    @MainActor public func purchase(options: Set<Product.PurchaseOption> = []) async throws -> Product.PurchaseResult {
         fatalError("stub")
     }
 
