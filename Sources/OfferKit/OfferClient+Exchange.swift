@@ -51,9 +51,10 @@ extension OfferClient {
 
     /// How one attempt ended.
     enum Attempt: Sendable {
-        /// An HTTP answer within the size cap (header names lowercased).
+        /// An HTTP answer (header names lowercased); an error answer over the size cap has its body dropped, so its
+        /// status still decides (a proxy's large 503 page is a 503).
         case received(status: Int, headers: [String: String], body: [UInt8])
-        /// An HTTP answer refused before reading it (over the size cap, not HTTP).
+        /// An answer refused before reading it (a 200 over the size cap, not HTTP).
         case refused(String)
         case failed(TransportError)
     }
@@ -101,14 +102,13 @@ extension OfferClient {
 
     static func read(data: Data, response: URLResponse, maxBytes: Int) -> Attempt {
         guard let http = response as? HTTPURLResponse else { return .refused("the answer is not HTTP") }
-        if http.expectedContentLength > Int64(maxBytes) || data.count > maxBytes {
-            return .refused("the answer is larger than \(maxBytes) bytes")
-        }
+        let oversized = http.expectedContentLength > Int64(maxBytes) || data.count > maxBytes
+        if oversized && http.statusCode == 200 { return .refused("the answer is larger than \(maxBytes) bytes") }
         var headers: [String: String] = [:]
         for (name, value) in http.allHeaderFields {
             if let name = name as? String, let value = value as? String { headers[name.lowercased()] = value }
         }
-        return .received(status: http.statusCode, headers: headers, body: [UInt8](data))
+        return .received(status: http.statusCode, headers: headers, body: oversized ? [] : [UInt8](data))
     }
 }
 

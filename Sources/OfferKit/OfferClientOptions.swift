@@ -6,7 +6,8 @@ extension OfferClient {
     public struct Options: Sendable, Equatable {
         /// The longest one attempt may take, from sending to the last byte of the answer, in seconds.
         public var timeout: TimeInterval
-        /// The largest answer accepted, in bytes; a bigger one is refused as `malformedResponse`.
+        /// The largest answer read, in bytes: a bigger 200 is refused as `malformedResponse`; a bigger error
+        /// answer is judged by its status alone (a 503 stays `serviceUnavailable`).
         public var maxResponseBytes: Int
         /// How many times a failed attempt is tried again, at most 2 (more are not honoured). Only a 503, or a
         /// failure before the request left the device, is retried; reading offers also retries after a timeout

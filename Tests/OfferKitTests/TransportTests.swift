@@ -138,15 +138,33 @@ struct TransportTests {
         #expect(overCap.requests.count == 1)
     }
 
-    @Test("an oversized error page is refused and not tried again, even as a 503")
-    func oversizedUnavailable() async {
-        let page = String(repeating: "<p>Service Unavailable</p>", count: 100)
-        let stub = StubService(.text(503, page), Sample.jwsAnswer())
-        await #expect(throws: OfferKitError.malformedResponse("the answer is larger than 1024 bytes")) {
+    static let bigPage = String(repeating: "<p>Service Unavailable</p>", count: 100)
+
+    @Test("an oversized 503 page is judged by its status without being read: tried again, then serviceUnavailable")
+    func oversizedUnavailable() async throws {
+        let retried = StubService(.text(503, Self.bigPage), Sample.jwsAnswer())
+        try await Route.promotionalOffer.call(retried.client(options: OfferClient.Options(maxResponseBytes: 1024)))
+        #expect(retried.requests.count == 2)
+
+        let stub = StubService(.text(503, Self.bigPage, headers: ["Retry-After": "1"]))
+        await #expect(throws: OfferKitError.serviceUnavailable(nil, retryAfter: 1)) {
+            try await Route.promotionalOffer.call(stub.client(options: OfferClient.Options(maxResponseBytes: 1024)))
+        }
+        #expect(stub.requests.count == 3)
+    }
+
+    @Test(
+        "an oversized error answer keeps its status's meaning, its body unread",
+        arguments: [
+            (429, OfferKitError.rateLimited(retryAfter: 1)), (502, .serviceUnavailable(nil, retryAfter: 1)),
+            (403, .malformedResponse("HTTP 403 without the service's JSON error (is the base URL right?)")),
+        ])
+    func oversizedErrors(status: Int, expected: OfferKitError) async {
+        let stub = StubService(.text(status, Self.bigPage, headers: ["Retry-After": "1"]))
+        await #expect(throws: expected) {
             try await Route.promotionalOffer.call(stub.client(options: OfferClient.Options(maxResponseBytes: 1024)))
         }
         #expect(stub.requests.count == 1)
-        #expect(stub.sleeps.isEmpty)
     }
 
     @Test(
