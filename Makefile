@@ -50,6 +50,8 @@ run: release
 	exec $(BIN) serve --config $(CONFIG) --host $(HOST) --port $(PORT)
 
 EXAMPLE := Examples/OfferKitDemo
+# The example builds as an app would, with pkg-config blind: OfferKit needs none of the service's C libraries.
+BUILD_EXAMPLE := PKG_CONFIG_LIBDIR=/nonexistent PKG_CONFIG_PATH= swift build --package-path $(EXAMPLE)
 LINT_PATHS := Sources Tests Examples/OfferKitDemo/Sources Examples/OfferKitDemo/Package.swift Package.swift
 
 test: deps $(VENV)/.installed
@@ -57,7 +59,7 @@ test: deps $(VENV)/.installed
 	swift build
 	swift test
 	bash Scripts/check-storekit.sh
-	swift build --package-path $(EXAMPLE)
+	$(BUILD_EXAMPLE)
 	OFFER_SIGNER_BIN=$(CURDIR)/.build/debug/offer-signer OFFERKIT_DEMO_BIN=$(CURDIR)/$(EXAMPLE)/.build/debug/offerkit-demo \
 	  $(VENV)/bin/python -m pytest -q Tests/Interop
 
@@ -66,7 +68,7 @@ test-swift: deps
 
 test-interop: deps $(VENV)/.installed
 	swift build
-	swift build --package-path $(EXAMPLE)
+	$(BUILD_EXAMPLE)
 	OFFER_SIGNER_BIN=$(CURDIR)/.build/debug/offer-signer OFFERKIT_DEMO_BIN=$(CURDIR)/$(EXAMPLE)/.build/debug/offerkit-demo \
 	  $(VENV)/bin/python -m pytest -q Tests/Interop
 

@@ -10,14 +10,21 @@ work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
 swiftc=(swiftc -swift-version 6 -I "$work")
 
-# The stub, the wire types and OfferKit as modules, in the order they import each other.
-"${swiftc[@]}" -emit-module -parse-as-library -enable-library-evolution -suppress-warnings -module-name StoreKit -emit-module-path "$work/StoreKit.swiftmodule" \
+# The stub, the wire types and OfferKit as modules and static libraries, in the order they import each other.
+# The stub is built from StoreKit.swift alone; PlanMappingCheck.swift beside it is the runtime check below.
+"${swiftc[@]}" -emit-library -static -emit-module -parse-as-library -enable-library-evolution -suppress-warnings \
+    -module-name StoreKit -emit-module-path "$work/StoreKit.swiftmodule" -o "$work/libStoreKit.a" \
     "$root/Tests/StoreKitStub/StoreKit.swift"
-"${swiftc[@]}" -emit-module -parse-as-library -module-name OfferAPI -emit-module-path "$work/OfferAPI.swiftmodule" \
-    "$root"/Sources/OfferAPI/*.swift
+"${swiftc[@]}" -emit-library -static -emit-module -parse-as-library -module-name OfferAPI \
+    -emit-module-path "$work/OfferAPI.swiftmodule" -o "$work/libOfferAPI.a" "$root"/Sources/OfferAPI/*.swift
 mapfile -t kit < <(find "$root/Sources/OfferKit" -name '*.swift' | sort)
-"${swiftc[@]}" -emit-module -parse-as-library -module-name OfferKit -warnings-as-errors -emit-module-path "$work/OfferKit.swiftmodule" \
-    "${kit[@]}"
+"${swiftc[@]}" -emit-library -static -emit-module -parse-as-library -enable-testing -warnings-as-errors \
+    -module-name OfferKit -emit-module-path "$work/OfferKit.swiftmodule" -o "$work/libOfferKit.a" "${kit[@]}"
+
+# Every plan, mapped at run time onto the stub's recording options.
+"${swiftc[@]}" -parse-as-library -warnings-as-errors -L "$work" -lOfferKit -lOfferAPI -lStoreKit \
+    -o "$work/plan-mapping-check" "$root/Tests/StoreKitStub/PlanMappingCheck.swift"
+"$work/plan-mapping-check"
 
 # The StoreKit layer must really have been compiled in: a file that calls it must type-check.
 cat > "$work/uses-glue.swift" <<'SWIFT'

@@ -124,8 +124,10 @@ extension TransportError {
         }
         let kind: Kind
         switch urlError.code {
-        case .cannotFindHost, .cannotConnectToHost, .dnsLookupFailed, .badURL, .unsupportedURL:
+        case .cannotFindHost, .cannotConnectToHost, .dnsLookupFailed:
             kind = .cannotConnect
+        case .badURL, .unsupportedURL:
+            kind = .badURL
         case .secureConnectionFailed, .serverCertificateHasBadDate, .serverCertificateUntrusted,
             .serverCertificateHasUnknownRoot, .serverCertificateNotYetValid, .clientCertificateRejected,
             .clientCertificateRequired:

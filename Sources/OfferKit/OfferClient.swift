@@ -55,13 +55,15 @@ public struct OfferClient: Sendable {
         self.sleeper = sleeper
     }
 
-    /// The default session: ephemeral, with no URL cache and no cookies, so no signature is ever kept.
+    /// The default session: ephemeral, with no URL cache and no cookies, so no signature is ever kept, and no
+    /// redirect followed: a redirect would resend the customer's signed data (and your headers) to wherever it
+    /// points, so it ends the request as `malformedResponse`. A session of your own follows its own policy.
     public static let defaultSession: URLSession = {
         let configuration = URLSessionConfiguration.ephemeral
         configuration.urlCache = nil
         configuration.httpCookieStorage = nil
         configuration.requestCachePolicy = .reloadIgnoringLocalAndRemoteCacheData
-        return URLSession(configuration: configuration)
+        return URLSession(configuration: configuration, delegate: RedirectRefusal(), delegateQueue: nil)
     }()
 
     /// Asks the service to sign promotional offer `offerId` for `productId` (`POST /v1/signatures/promotional-offer`).
@@ -142,5 +144,15 @@ public struct OfferClient: Sendable {
 extension SignedCustomerData {
     var wire: SignedData {
         SignedData(transaction: transaction, renewalInfo: renewalInfo, appTransaction: appTransaction)
+    }
+}
+
+/// Answers every redirect with "do not follow": the task then ends with the 3xx itself.
+final class RedirectRefusal: NSObject, URLSessionTaskDelegate, Sendable {
+    func urlSession(
+        _ session: URLSession, task: URLSessionTask, willPerformHTTPRedirection response: HTTPURLResponse,
+        newRequest request: URLRequest, completionHandler: @escaping @Sendable (URLRequest?) -> Void
+    ) {
+        completionHandler(nil)
     }
 }

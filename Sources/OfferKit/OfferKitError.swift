@@ -21,6 +21,9 @@ public enum OfferKitError: Error, Sendable, Equatable, CustomStringConvertible {
     /// Any other 4xx: the request was wrong (`invalid_request`, `wrong_offer_type`, `product_not_covered`,
     /// `payload_too_large`, a wrong base URL's `not_found`, or a code newer than this OfferKit).
     case invalidRequest(ServiceError)
+    /// 401 or 403 without the service's JSON error: something in front of the service (your gateway, a proxy)
+    /// refused the request; check the `headers` the client sends.
+    case accessDenied(status: Int)
     /// 429: over the service's rate limit; `retryAfter` is the service's `Retry-After`, in seconds.
     case rateLimited(retryAfter: TimeInterval?)
     /// 503 (retried first, when safe) or another 5xx: the service or something in front of it failed.
@@ -36,7 +39,7 @@ public enum OfferKitError: Error, Sendable, Equatable, CustomStringConvertible {
     public var isTemporary: Bool {
         switch self {
         case .rateLimited, .serviceUnavailable: return true
-        case .transport(let error): return error.kind != .cancelled
+        case .transport(let error): return error.kind != .cancelled && error.kind != .badURL
         default: return false
         }
     }
@@ -51,6 +54,7 @@ public enum OfferKitError: Error, Sendable, Equatable, CustomStringConvertible {
         case .unknownApp(let error): return "unknown app: \(error)"
         case .unknownOffer(let error): return "unknown offer: \(error)"
         case .invalidRequest(let error): return "invalid request: \(error)"
+        case .accessDenied(let status): return "access denied: HTTP \(status) from in front of the service"
         case .rateLimited(let retryAfter):
             return "rate limited" + (retryAfter.map { ", retry after \(Int($0)) s" } ?? "")
         case .serviceUnavailable(let error, let retryAfter):
@@ -109,6 +113,8 @@ public struct TransportError: Sendable, Equatable, CustomStringConvertible {
         case connectionLost
         /// The task was cancelled.
         case cancelled
+        /// The URL cannot be used (malformed, a scheme URLSession does not speak): a configuration mistake.
+        case badURL
         /// Anything else.
         case other
     }
@@ -131,7 +137,7 @@ public struct TransportError: Sendable, Equatable, CustomStringConvertible {
     public var happenedBeforeSending: Bool {
         switch kind {
         case .cannotConnect, .tls, .offline: return true
-        case .timedOut, .connectionLost, .cancelled, .other: return false
+        case .timedOut, .connectionLost, .cancelled, .badURL, .other: return false
         }
     }
 

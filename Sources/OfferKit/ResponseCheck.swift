@@ -12,6 +12,10 @@ enum ResponseCheck {
         guard let response = try? ErrorResponse.decode(body) else {
             if status == 429 { return .rateLimited(retryAfter: retryAfter) }
             if status >= 500 { return .serviceUnavailable(nil, retryAfter: retryAfter) }
+            if status == 401 || status == 403 { return .accessDenied(status: status) }
+            if (300..<400).contains(status) {
+                return .malformedResponse("HTTP \(status): a redirect, not followed (point baseURL at the service)")
+            }
             return .malformedResponse("HTTP \(status) without the service's JSON error (is the base URL right?)")
         }
         let error = ServiceError(

@@ -332,4 +332,95 @@ struct OfferKitTests {
             #expect(transport.happenedBeforeSending)
         }
     }
+
+    @Test("the default session follows no redirect: the customer's signed data never goes where a 307 points")
+    func redirectNotFollowed() async throws {
+        try await withService { deployment, server, _ in
+            let redirector = try Redirector(to: server.baseURL)
+            defer { redirector.stop() }
+            let customer = try Self.customer(deployment)
+            let client = OfferClient(baseURL: redirector.baseURL, bundleId: Deployment.bundleId)
+            await #expect(
+                throws: OfferKitError.malformedResponse(
+                    "HTTP 307: a redirect, not followed (point baseURL at the service)")
+            ) {
+                try await client.promotionalOffer(productId: Self.product, offerId: "welcome_back", customer: customer)
+            }
+            // The control: a session that follows redirects reaches the service through the same redirector, so
+            // the refusal above is the default session's doing. (Linux's Foundation drops a POST body when it
+            // follows a 307, so the service answers that the body is empty; Apple's keeps the body.)
+            let following = OfferClient(
+                baseURL: redirector.baseURL, bundleId: Deployment.bundleId,
+                session: URLSession(configuration: .ephemeral))
+            let reached = await #expect(throws: OfferKitError.self) {
+                try await following.promotionalOffer(
+                    productId: Self.product, offerId: "welcome_back", customer: customer)
+            }
+            guard case .invalidRequest(let error)? = reached else {
+                Issue.record("expected the service's own answer, got \(String(describing: reached))")
+                return
+            }
+            #expect(error.code == "invalid_request" && error.message.contains("body is empty"), "\(error)")
+            #expect(redirector.requestCount() == 2)
+        }
+    }
+}
+
+/// A Python HTTP server on loopback that answers every POST with `307` to the same path on `target`.
+final class Redirector: @unchecked Sendable {
+    // @unchecked Sendable: the properties are set once in init; the process is only stopped afterwards.
+    let process = Process()
+    let baseURL: URL
+    private let log: URL
+
+    static let script = """
+        import http.server, sys
+        target, log = sys.argv[1].rstrip("/"), sys.argv[2]
+        class Redirect(http.server.BaseHTTPRequestHandler):
+            def do_POST(self):
+                with open(log, "a") as f: f.write(self.path + "\\n")
+                self.send_response(307)
+                self.send_header("Location", target + self.path)
+                self.send_header("Content-Length", "0")
+                self.end_headers()
+            def log_message(self, *args): pass
+        server = http.server.HTTPServer(("127.0.0.1", 0), Redirect)
+        print(server.server_address[1], flush=True)
+        server.serve_forever()
+        """
+
+    init(to target: URL) throws {
+        log = FileManager.default.temporaryDirectory.appendingPathComponent("redirector-\(UUID().uuidString).log")
+        let output = Pipe()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/python3")
+        process.arguments = ["-c", Self.script, target.absoluteString, log.path]
+        process.standardOutput = output
+        try process.run()
+        var line = Data()
+        while !line.contains(UInt8(ascii: "\n")) {
+            let chunk = output.fileHandleForReading.availableData
+            if chunk.isEmpty { break }
+            line.append(chunk)
+        }
+        let port = try #require(
+            Int(String(decoding: line, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)))
+        baseURL = URL(string: "http://127.0.0.1:\(port)")!
+    }
+
+    /// How many requests it redirected.
+    func requestCount() -> Int {
+        ((try? String(contentsOf: log, encoding: .utf8)) ?? "").split(separator: "\n").count
+    }
+
+    /// SIGKILL: a child of the test process may start with SIGTERM blocked (the mask is inherited), and Python
+    /// would then never stop.
+    func stop() {
+        if process.isRunning {
+            kill(process.processIdentifier, SIGKILL)
+            process.waitUntilExit()
+        }
+        try? FileManager.default.removeItem(at: log)
+    }
+
+    deinit { stop() }
 }

@@ -117,9 +117,15 @@ struct ErrorCase: Sendable, CustomTestStringConvertible {
             name: "404 HTML page (is the base URL right?)",
             answer: .text(404, "<html><body>Not Found</body></html>", headers: ["Content-Type": "text/html"]),
             expected: .malformedResponse("HTTP 404 without the service's JSON error (is the base URL right?)")),
+        ErrorCase(name: "401 from an auth proxy, no body", answer: .http(401), expected: .accessDenied(status: 401)),
         ErrorCase(
-            name: "401 from an auth proxy, no body", answer: .http(401),
-            expected: .malformedResponse("HTTP 401 without the service's JSON error (is the base URL right?)")),
+            name: "403 HTML page from a gateway",
+            answer: .text(403, "<html><body>Forbidden</body></html>", headers: ["Content-Type": "text/html"]),
+            expected: .accessDenied(status: 403)),
+        ErrorCase(
+            name: "307 redirect (not followed)",
+            answer: .http(307, headers: ["Location": "https://elsewhere.example/v1/eligibility"]),
+            expected: .malformedResponse("HTTP 307: a redirect, not followed (point baseURL at the service)")),
         ErrorCase(
             name: "201 with a JSON error", answer: answer(201, .invalidRequest),
             expected: .malformedResponse("unexpected HTTP 201 (invalid_request)")),

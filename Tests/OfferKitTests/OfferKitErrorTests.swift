@@ -25,6 +25,7 @@ struct OfferKitErrorTests {
             (.transport(TransportError(kind: .connectionLost, message: "m")), true),
             (.transport(TransportError(kind: .other, message: "m")), true),
             (.transport(TransportError(kind: .cancelled, message: "cancelled")), false),
+            (.transport(TransportError(kind: .badURL, message: "m")), false), (.accessDenied(status: 401), false),
             (.notEligible(reasons: []), false), (.untrustedSignedData(untrusted), false),
             (.unknownApp(ServiceError(status: 404, code: "unknown_app", message: "m")), false),
             (.unknownOffer(ServiceError(status: 404, code: "unknown_offer", message: "m")), false),
@@ -82,6 +83,7 @@ struct OfferKitErrorTests {
                 "transport: timedOut: no complete answer within 10.0 seconds"
             ),
             (.malformedResponse("response body is empty"), "malformed response: response body is empty"),
+            (.accessDenied(status: 403), "access denied: HTTP 403 from in front of the service"),
         ])
     func description(error: OfferKitError, text: String) {
         #expect(error.description == text)

@@ -157,7 +157,8 @@ struct TransportTests {
         "an oversized error answer keeps its status's meaning, its body unread",
         arguments: [
             (429, OfferKitError.rateLimited(retryAfter: 1)), (502, .serviceUnavailable(nil, retryAfter: 1)),
-            (403, .malformedResponse("HTTP 403 without the service's JSON error (is the base URL right?)")),
+            (403, .accessDenied(status: 403)),
+            (404, .malformedResponse("HTTP 404 without the service's JSON error (is the base URL right?)")),
         ])
     func oversizedErrors(status: Int, expected: OfferKitError) async {
         let stub = StubService(.text(status, Self.bigPage, headers: ["Retry-After": "1"]))
@@ -185,7 +186,7 @@ struct TransportTests {
 
     static let kinds: [(URLError.Code, TransportError.Kind)] = [
         (.cannotFindHost, .cannotConnect), (.cannotConnectToHost, .cannotConnect), (.dnsLookupFailed, .cannotConnect),
-        (.badURL, .cannotConnect), (.unsupportedURL, .cannotConnect), (.secureConnectionFailed, .tls),
+        (.badURL, .badURL), (.unsupportedURL, .badURL), (.secureConnectionFailed, .tls),
         (.serverCertificateHasBadDate, .tls), (.serverCertificateUntrusted, .tls),
         (.serverCertificateHasUnknownRoot, .tls), (.serverCertificateNotYetValid, .tls),
         (.clientCertificateRejected, .tls), (.clientCertificateRequired, .tls), (.notConnectedToInternet, .offline),

@@ -15,6 +15,14 @@ public struct Product: Identifiable, Hashable, Sendable {
     public let displayPrice: String
     public let subscription: Product.SubscriptionInfo?
 
+    /// The stub's own, for `PlanMappingCheck` (Apple's products come from the App Store).
+    public init(id: Product.ID, subscription: Product.SubscriptionInfo?) {
+        self.id = id
+        self.displayName = id
+        self.displayPrice = "$0.99"
+        self.subscription = subscription
+    }
+
     // @MainActor func purchase(options: Set<Product.PurchaseOption> = []) async throws -> Product.PurchaseResult
     @MainActor public func purchase(options: Set<Product.PurchaseOption> = []) async throws -> Product.PurchaseResult {
         fatalError("stub")
@@ -27,20 +35,26 @@ public struct Product: Identifiable, Hashable, Sendable {
         fatalError("stub")
     }
 
+    /// The stub's options record the constructor and arguments that made them (`recorded`), so that
+    /// `PlanMappingCheck` can run OfferKit's mapping and compare; Apple's options are opaque.
     public struct PurchaseOption: Hashable, Sendable {
+        public let recorded: String
+
         // static func appAccountToken(_ token: UUID) -> Product.PurchaseOption
-        public static func appAccountToken(_ token: UUID) -> Product.PurchaseOption { fatalError("stub") }
+        public static func appAccountToken(_ token: UUID) -> Product.PurchaseOption {
+            PurchaseOption(recorded: "appAccountToken(\(token.uuidString))")
+        }
 
         // @backDeployed(before: iOS 26.0, ...)
         // static func promotionalOffer(_ offerID: String, compactJWS: String) -> [Product.PurchaseOption]
         public static func promotionalOffer(_ offerID: String, compactJWS: String) -> [Product.PurchaseOption] {
-            fatalError("stub")
+            [PurchaseOption(recorded: "promotionalOffer(\(offerID), compactJWS: \(compactJWS))")]
         }
 
         // @backDeployed(before: iOS 18.4, ...)
         // static func introductoryOfferEligibility(compactJWS: String) -> Product.PurchaseOption
         public static func introductoryOfferEligibility(compactJWS: String) -> Product.PurchaseOption {
-            fatalError("stub")
+            PurchaseOption(recorded: "introductoryOfferEligibility(compactJWS: \(compactJWS))")
         }
 
         // iOS 15.0 - 26.0 (deprecated):
@@ -51,13 +65,16 @@ public struct Product: Identifiable, Hashable, Sendable {
         public static func promotionalOffer(
             offerID: String, keyID: String, nonce: UUID, signature: Data, timestamp: Int
         ) -> Product.PurchaseOption {
-            fatalError("stub")
+            let hex = signature.map { String($0, radix: 16) }.map { $0.count == 1 ? "0" + $0 : $0 }.joined()
+            return PurchaseOption(
+                recorded: "promotionalOffer(offerID: \(offerID), keyID: \(keyID), nonce: \(nonce.uuidString), "
+                    + "signature: \(hex), timestamp: \(timestamp))")
         }
 
         // iOS 18.0: static func winBackOffer(_ offer: Product.SubscriptionOffer) -> Product.PurchaseOption
         @available(iOS 18.0, macOS 15.0, tvOS 18.0, watchOS 11.0, visionOS 2.0, *)
         public static func winBackOffer(_ offer: Product.SubscriptionOffer) -> Product.PurchaseOption {
-            fatalError("stub")
+            PurchaseOption(recorded: "winBackOffer(\(offer.id ?? "nil"))")
         }
     }
 
@@ -72,7 +89,16 @@ public struct Product: Identifiable, Hashable, Sendable {
         public let introductoryOffer: Product.SubscriptionOffer?
         public let promotionalOffers: [Product.SubscriptionOffer]
         @available(iOS 18.0, macOS 15.0, tvOS 18.0, watchOS 11.0, visionOS 2.0, *)
-        public var winBackOffers: [Product.SubscriptionOffer] { fatalError("stub") }
+        public var winBackOffers: [Product.SubscriptionOffer] { stubWinBackOffers }
+        let stubWinBackOffers: [Product.SubscriptionOffer]
+
+        /// The stub's own, for `PlanMappingCheck`.
+        public init(promotionalOffers: [Product.SubscriptionOffer], winBackOffers: [Product.SubscriptionOffer]) {
+            self.subscriptionGroupID = "21000001"
+            self.introductoryOffer = nil
+            self.promotionalOffers = promotionalOffers
+            self.stubWinBackOffers = winBackOffers
+        }
 
         // static func status(for groupID: String) async throws -> [Product.SubscriptionInfo.Status]
         public static func status(for groupID: String) async throws -> [Product.SubscriptionInfo.Status] {
@@ -92,6 +118,12 @@ public struct Product: Identifiable, Hashable, Sendable {
     public struct SubscriptionOffer: Hashable, Sendable {
         public let id: String?
         public let displayPrice: String
+
+        /// The stub's own, for `PlanMappingCheck`.
+        public init(id: String?) {
+            self.id = id
+            self.displayPrice = "$0.49"
+        }
     }
 }
 
@@ -118,6 +150,13 @@ public struct Transaction: Equatable, Sendable {
     public let id: UInt64
     public let productID: String
     public let appAccountToken: UUID?
+    public let ownershipType: Transaction.OwnershipType
+
+    public struct OwnershipType: Hashable, Sendable {
+        let rawValue: String
+        public static let purchased = OwnershipType(rawValue: "PURCHASED")
+        public static let familyShared = OwnershipType(rawValue: "FAMILY_SHARED")
+    }
 
     public func finish() async { fatalError("stub") }
 }

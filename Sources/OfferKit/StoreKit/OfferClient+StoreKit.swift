@@ -43,11 +43,19 @@
         }
 
         /// The customer's signed data as StoreKit has it now: the latest transaction and renewal info of the
-        /// subscription group (the first status StoreKit lists), and the app transaction. What StoreKit cannot
+        /// subscription group (of the customer's own purchase before one shared by their family), and the app
+        /// transaction. What StoreKit cannot
         /// give is left `nil`; the service then decides with what it has.
         public static func current(subscriptionGroupID: String) async -> SignedCustomerData {
             var data = SignedCustomerData()
-            if let status = try? await Product.SubscriptionInfo.status(for: subscriptionGroupID).first {
+            let statuses = (try? await Product.SubscriptionInfo.status(for: subscriptionGroupID)) ?? []
+            // With Family Sharing the group has a status per purchase shared with the customer: their own
+            // purchase, when they have one, is the one that says who they are.
+            let own = statuses.first { status in
+                guard case .verified(let transaction) = status.transaction else { return false }
+                return transaction.ownershipType == .purchased
+            }
+            if let status = own ?? statuses.first {
                 data.transaction = status.transaction.jwsRepresentation
                 data.renewalInfo = status.renewalInfo.jwsRepresentation
             }
