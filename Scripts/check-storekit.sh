@@ -36,6 +36,7 @@ func glueIsThere(_ plan: PurchasePlan, _ product: Product, _ client: OfferClient
     async throws -> Set<Product.PurchaseOption>
 {
     _ = try await client.compactJWS(product: product, offer: offer)
+    _ = try await client.introductoryOfferCompactJWS(product: product)
     _ = await SignedCustomerData.current(for: product)
     return try plan.purchaseOptions(for: product)
 }

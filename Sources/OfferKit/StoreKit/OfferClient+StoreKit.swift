@@ -4,12 +4,15 @@
 
     extension OfferClient {
         /// The compact JWS for promotional `offer` on `product`, in the shape SwiftUI's
-        /// `.subscriptionPromotionalOffer(offer:compactJWS:)` closure calls:
+        /// `.subscriptionPromotionalOffer(offer:compactJWS:)` closure calls (iOS 26):
         ///
         /// ```swift
         /// .subscriptionPromotionalOffer { product, _ in eligible.promotionalOffers(for: product).first }
         ///     compactJWS: { product, _, offer in try await offers.compactJWS(product: product, offer: offer) }
         /// ```
+        ///
+        /// The system calls that closure before processing a purchase, not when it draws the store, so each
+        /// purchase attempt signs once; an error thrown here reaches `.onInAppPurchaseCompletion` as `.failure`.
         ///
         /// - Parameter customer: the customer's signed data; by default `SignedCustomerData.current(for:)`
         ///   reads it from StoreKit.
@@ -26,6 +29,28 @@
             }
             let plan = try await promotionalOffer(productId: product.id, offerId: offerId, customer: signedData)
             guard case .promotional(_, let compactJWS) = plan.offer else {
+                throw OfferKitError.malformedResponse("the service did not answer a compact JWS")
+            }
+            return compactJWS
+        }
+
+        /// The service's signed introductory offer decision for `product`, in the shape SwiftUI's
+        /// `.subscriptionIntroductoryOffer(applyOffer:compactJWS:)` closure calls (iOS 26):
+        /// `compactJWS: { product, _ in try await offers.introductoryOfferCompactJWS(product: product) }`.
+        /// The JWS grants or removes the offer, as the service decided; the system calls the closure before
+        /// processing a purchase.
+        /// - Parameter customer: the customer's signed data; by default read from StoreKit.
+        public func introductoryOfferCompactJWS(
+            product: Product, customer: SignedCustomerData? = nil
+        ) async throws -> String {
+            let signedData: SignedCustomerData
+            if let customer {
+                signedData = customer
+            } else {
+                signedData = await SignedCustomerData.current(for: product)
+            }
+            let decision = try await introductoryOfferEligibility(productId: product.id, customer: signedData)
+            guard case .introductoryOfferEligibility(let compactJWS) = decision.plan.offer else {
                 throw OfferKitError.malformedResponse("the service did not answer a compact JWS")
             }
             return compactJWS
