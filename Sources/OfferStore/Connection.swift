@@ -46,6 +46,27 @@ final class Connection: @unchecked Sendable {
         return sqlite3_column_int64(statement, 0)
     }
 
+    /// The first `columns` columns of every row `sql` returns, as text (`nil` for NULL).
+    func rows(_ sql: String, _ values: [Value], columns: Int32) throws(LedgerError) -> [[String?]] {
+        let statement = try prepare(sql, values)
+        defer { sqlite3_finalize(statement) }
+        var rows: [[String?]] = []
+        while true {
+            switch sqlite3_step(statement) {
+            case SQLITE_ROW:
+                rows.append(
+                    (0..<columns).map { column in
+                        sqlite3_column_type(statement, column) == SQLITE_NULL
+                            ? nil : sqlite3_column_text(statement, column).map { String(cString: $0) }
+                    })
+            case SQLITE_DONE:
+                return rows
+            default:
+                throw failure("query failed")
+            }
+        }
+    }
+
     /// Column `column` of every row `sql` returns, as text (empty for NULL).
     func texts(_ sql: String, _ values: [Value], column: Int32 = 0) throws(LedgerError) -> [String] {
         let statement = try prepare(sql, values)

@@ -1,4 +1,6 @@
+import Dispatch
 import OfferCore
+import Synchronization
 
 /// The record of issued signatures (and, later, redemptions), and the counts offer limits are decided on.
 ///
@@ -6,17 +8,41 @@ import OfferCore
 /// closure (normally `LimitPolicy.allows`), run inside the backend's atomic step, so concurrent requests can
 /// never both take the last place:
 /// ```swift
-/// let outcome = try ledger.record(signature) { LimitPolicy.allows(limits, usage: $0, customerKey: key) }
+/// ledger.record(signature, admit: { LimitPolicy.allows(limits, usage: $0, customerKey: key) }) { result in ... }
 /// ```
 public protocol Ledger: UsageCounts {
     /// In one atomic step (a transaction, a lock): counts the usage for `signature.usageKey` (its offer and
     /// customer at `issuedAt`), calls `admit` with it, and records `signature` only if `admit` returned true.
-    /// `admit` must be quick and must not call the ledger.
-    func record(_ signature: IssuedSignature, admit: (OfferUsage) -> Bool) throws(LedgerError) -> LedgerOutcome
+    /// `completion` is called once, from any thread, when the record is durable (committed) or refused, or the
+    /// store failed: a signature may be handed out only after a `recorded` outcome. Backends may commit the
+    /// records that arrive together in one transaction (one disk flush for many signatures); each is still
+    /// admitted on the counts of every record before it. `admit` must be quick and must not call the ledger;
+    /// `completion` must be quick too (it may run on the ledger's writer).
+    func record(
+        _ signature: IssuedSignature, admit: @escaping @Sendable (OfferUsage) -> Bool,
+        completion: @escaping @Sendable (Result<LedgerOutcome, LedgerError>) -> Void)
+    /// The recorded signature with `nonce`, or `nil`: how a returned signature is found in the ledger.
+    func signature(nonce: String) throws(LedgerError) -> IssuedSignature?
     /// Removes a recorded signature that could not be made after all (by nonce); an unknown nonce is no error.
     func release(nonce: String) throws(LedgerError)
     /// The store answers (for `/readyz`).
     func isHealthy() -> Bool
+}
+
+extension Ledger {
+    /// `record(_:admit:completion:)`, waited for: for callers that may block a thread (tests, the command line).
+    public func record(
+        _ signature: IssuedSignature, admit: @escaping @Sendable (OfferUsage) -> Bool
+    ) throws(LedgerError) -> LedgerOutcome {
+        let done = DispatchSemaphore(value: 0)
+        let result = Mutex<Result<LedgerOutcome, LedgerError>?>(nil)
+        record(signature, admit: admit) { outcome in
+            result.withLock { $0 = outcome }
+            done.signal()
+        }
+        done.wait()
+        return try result.withLock { $0! }.get()
+    }
 }
 
 /// What `Ledger.record` did.

@@ -63,6 +63,14 @@ enum LedgerSchema {
                 """,
                 "CREATE INDEX redemptions_by_customer ON redemptions (bundle_id, offer_id, customer_key)",
             ]),
+        // 4: every signature is recorded, with its product and the request that asked for it (rows from before
+        // have neither).
+        Migration(
+            version: 4,
+            statements: [
+                "ALTER TABLE issued_signatures ADD COLUMN product_id TEXT",
+                "ALTER TABLE issued_signatures ADD COLUMN request_id TEXT",
+            ]),
     ]
 
     /// The version this binary brings a ledger to.

@@ -13,14 +13,24 @@ public final class MemoryLedger: Ledger {
     }
 
     public func record(
-        _ signature: IssuedSignature, admit: (OfferUsage) -> Bool
-    ) throws(LedgerError) -> LedgerOutcome {
-        try records.withLock { (records: inout Records) throws(LedgerError) -> LedgerOutcome in
+        _ signature: IssuedSignature, admit: @escaping @Sendable (OfferUsage) -> Bool,
+        completion: @escaping @Sendable (Result<LedgerOutcome, LedgerError>) -> Void
+    ) {
+        let result = records.withLock { (records: inout Records) -> Result<LedgerOutcome, LedgerError> in
             let usage = records.usage(signature.usageKey)
-            guard admit(usage) else { return LedgerOutcome(recorded: false, usage: usage) }
-            try records.insert(signature)
-            return LedgerOutcome(recorded: true, usage: usage)
+            guard admit(usage) else { return .success(LedgerOutcome(recorded: false, usage: usage)) }
+            do throws(LedgerError) {
+                try records.insert(signature)
+            } catch {
+                return .failure(error)
+            }
+            return .success(LedgerOutcome(recorded: true, usage: usage))
         }
+        completion(result)
+    }
+
+    public func signature(nonce: String) throws(LedgerError) -> IssuedSignature? {
+        records.withLock { $0.signatures[nonce] }
     }
 
     public func release(nonce: String) throws(LedgerError) {

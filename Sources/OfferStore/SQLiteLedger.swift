@@ -1,11 +1,30 @@
+import Dispatch
 import OfferCore
 import Synchronization
 
 /// The ledger in a SQLite file: WAL journal, `synchronous=FULL` so a signature that was answered is on disk, and
-/// one connection serialised behind a mutex (records are short; SQLite allows one writer). The file is created
-/// 0600 in folders created 0700 (`LedgerFile`), and its schema is brought up to date at open (`LedgerSchema`).
+/// one connection serialised behind a mutex (SQLite allows one writer). Records are committed in groups: a
+/// writer takes every record waiting and commits them in one transaction, so one disk flush serves as many
+/// signatures as arrived meanwhile, each admitted on the counts of those before it (a savepoint each, so one
+/// failed record does not take the others with it). The file is created 0600 in folders created 0700
+/// (`LedgerFile`), and its schema is brought up to date at open (`LedgerSchema`).
 public final class SQLiteLedger: Ledger {
     private let connection: Mutex<Connection>
+    private let waiting = Mutex(Waiting())
+    private let writer = DispatchQueue(label: "offer-signer.ledger.writer")
+    private let statistics = Mutex(CommitStatistics())
+
+    /// Records waiting for the writer, and whether the writer has been asked to run.
+    private struct Waiting {
+        var records: [Pending] = []
+        var writing = false
+    }
+
+    private struct Pending: Sendable {
+        let signature: IssuedSignature
+        let admit: @Sendable (OfferUsage) -> Bool
+        let completion: @Sendable (Result<LedgerOutcome, LedgerError>) -> Void
+    }
 
     /// Opens (creating if needed) the database at `path`; `:memory:` gives a private in-memory database.
     public init(path: String) throws(LedgerError) {
@@ -18,6 +37,16 @@ public final class SQLiteLedger: Ledger {
         self.connection = Mutex(connection)
     }
 
+    /// The durability setting in force (`PRAGMA synchronous`: 2 is FULL), read back from SQLite.
+    public func synchronousSetting() throws(LedgerError) -> Int64 {
+        try connection.withLock { (connection: inout Connection) throws(LedgerError) -> Int64 in
+            try connection.scalar("PRAGMA synchronous", [])
+        }
+    }
+
+    /// How many transactions committed records, and how many records they carried.
+    public var commitStatistics: CommitStatistics { statistics.withLock { $0 } }
+
     public func usage(_ key: UsageKey) throws(LedgerError) -> OfferUsage {
         try connection.withLock { (connection: inout Connection) throws(LedgerError) -> OfferUsage in
             // A read transaction, so the four counts come from one snapshot.
@@ -28,22 +57,86 @@ public final class SQLiteLedger: Ledger {
     }
 
     public func record(
-        _ signature: IssuedSignature, admit: (OfferUsage) -> Bool
-    ) throws(LedgerError) -> LedgerOutcome {
-        try connection.withLock { (connection: inout Connection) throws(LedgerError) -> LedgerOutcome in
-            try connection.transaction { () throws(LedgerError) -> LedgerOutcome in
-                let usage = try Self.usage(connection, signature.usageKey)
-                guard admit(usage) else { return LedgerOutcome(recorded: false, usage: usage) }
-                try connection.run(
-                    Query.insertSignature,
-                    [
-                        .text(signature.bundleId), .text(signature.offerId),
-                        signature.customerKey.map(Connection.Value.text) ?? .null, .text(signature.nonce),
-                        .text(signature.keyId), .text(signature.format), .integer(signature.issuedAt),
-                    ])
-                try connection.run(Query.addToTotal, [.text(signature.bundleId), .text(signature.offerId)])
-                return LedgerOutcome(recorded: true, usage: usage)
+        _ signature: IssuedSignature, admit: @escaping @Sendable (OfferUsage) -> Bool,
+        completion: @escaping @Sendable (Result<LedgerOutcome, LedgerError>) -> Void
+    ) {
+        let startWriter = waiting.withLock { waiting -> Bool in
+            waiting.records.append(Pending(signature: signature, admit: admit, completion: completion))
+            guard !waiting.writing else { return false }
+            waiting.writing = true
+            return true
+        }
+        if startWriter { writer.async { self.write() } }
+    }
+
+    /// The writer: commits what is waiting, group by group, until nothing is.
+    private func write() {
+        while true {
+            let group = waiting.withLock { waiting -> [Pending] in
+                let group = waiting.records
+                waiting.records.removeAll(keepingCapacity: true)
+                if group.isEmpty { waiting.writing = false }
+                return group
             }
+            if group.isEmpty { return }
+            let results = commit(group)
+            for (pending, result) in zip(group, results) { pending.completion(result) }
+        }
+    }
+
+    /// One transaction for the whole group; each record in its own savepoint. Until COMMIT returns, no
+    /// completion is called: a failed commit fails every record of the group.
+    private func commit(_ group: [Pending]) -> [Result<LedgerOutcome, LedgerError>] {
+        let results = connection.withLock { (connection: inout Connection) -> [Result<LedgerOutcome, LedgerError>] in
+            do throws(LedgerError) {
+                return try connection.transaction { () throws(LedgerError) -> [Result<LedgerOutcome, LedgerError>] in
+                    var results: [Result<LedgerOutcome, LedgerError>] = []
+                    results.reserveCapacity(group.count)
+                    for pending in group {
+                        try connection.execute("SAVEPOINT record")
+                        do throws(LedgerError) {
+                            results.append(.success(try Self.record(connection, pending)))
+                            try connection.execute("RELEASE record")
+                        } catch {
+                            try connection.execute("ROLLBACK TO record")
+                            try connection.execute("RELEASE record")
+                            results.append(.failure(error))
+                        }
+                    }
+                    return results
+                }
+            } catch {
+                return Array(repeating: .failure(error), count: group.count)
+            }
+        }
+        statistics.withLock { $0.add(group: group.count) }
+        return results
+    }
+
+    private static func record(_ connection: Connection, _ pending: Pending) throws(LedgerError) -> LedgerOutcome {
+        let signature = pending.signature
+        let usage = try usage(connection, signature.usageKey)
+        guard pending.admit(usage) else { return LedgerOutcome(recorded: false, usage: usage) }
+        try connection.run(
+            Query.insertSignature,
+            [
+                .text(signature.bundleId), .text(signature.offerId),
+                signature.customerKey.map(Connection.Value.text) ?? .null, .text(signature.nonce),
+                .text(signature.keyId), .text(signature.format), .integer(signature.issuedAt),
+                .text(signature.productId), signature.requestId.map(Connection.Value.text) ?? .null,
+            ])
+        try connection.run(Query.addToTotal, [.text(signature.bundleId), .text(signature.offerId)])
+        return LedgerOutcome(recorded: true, usage: usage)
+    }
+
+    public func signature(nonce: String) throws(LedgerError) -> IssuedSignature? {
+        try connection.withLock { (connection: inout Connection) throws(LedgerError) -> IssuedSignature? in
+            let rows = try connection.rows(Query.selectSignature, [.text(nonce)], columns: 9)
+            guard let row = rows.first else { return nil }
+            return IssuedSignature(
+                bundleId: row[0] ?? "", offerId: row[1] ?? "", productId: row[7] ?? "", customerKey: row[2],
+                nonce: row[3] ?? "", keyId: row[4] ?? "", format: row[5] ?? "", issuedAt: Int64(row[6] ?? "") ?? 0,
+                requestId: row[8])
         }
     }
 
@@ -93,8 +186,13 @@ public final class SQLiteLedger: Ledger {
         static let counts = [offerReservations, customerSignatures, customerRedemptions, customerSignaturesLastDay]
 
         static let insertSignature = """
-            INSERT INTO issued_signatures (bundle_id, offer_id, customer_key, nonce, key_id, format, issued_at_ms)
-            VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)
+            INSERT INTO issued_signatures
+                (bundle_id, offer_id, customer_key, nonce, key_id, format, issued_at_ms, product_id, request_id)
+            VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)
+            """
+        static let selectSignature = """
+            SELECT bundle_id, offer_id, customer_key, nonce, key_id, format, issued_at_ms, product_id, request_id
+            FROM issued_signatures WHERE nonce = ?1
             """
         static let addToTotal = """
             INSERT INTO offer_totals (bundle_id, offer_id, issued) VALUES (?1, ?2, 1)
@@ -105,5 +203,21 @@ public final class SQLiteLedger: Ledger {
             WHERE (bundle_id, offer_id) IN (SELECT bundle_id, offer_id FROM issued_signatures WHERE nonce = ?1)
             """
         static let deleteSignature = "DELETE FROM issued_signatures WHERE nonce = ?1"
+    }
+}
+
+/// How group commit has gone: transactions that committed records and the records they carried.
+public struct CommitStatistics: Sendable, Equatable {
+    /// Transactions (one disk flush each).
+    public var commits = 0
+    /// Records in them, refused ones included.
+    public var records = 0
+    /// The largest group.
+    public var largestGroup = 0
+
+    mutating func add(group: Int) {
+        commits += 1
+        records += group
+        largestGroup = max(largestGroup, group)
     }
 }

@@ -1,5 +1,6 @@
 import Foundation
 import OfferCore
+import Synchronization
 import Testing
 
 @testable import OfferStore
@@ -45,8 +46,8 @@ struct LedgerTests {
         at issuedAt: Int64 = now
     ) -> IssuedSignature {
         IssuedSignature(
-            bundleId: app, offerId: offer, customerKey: customer, nonce: nonce, keyId: "K", format: "jws",
-            issuedAt: issuedAt)
+            bundleId: app, offerId: offer, productId: "p1", customerKey: customer, nonce: nonce, keyId: "K",
+            format: "jws", issuedAt: issuedAt, requestId: "req-\(nonce)")
     }
 
     static func key(
@@ -110,12 +111,12 @@ struct LedgerTests {
         let ledger = try make(kind)
         try Self.add(Self.signature("a"), to: ledger)
         let before = try ledger.usage(Self.key("a"))
-        var seen: OfferUsage?
-        let refused = try ledger.record(Self.signature("a")) {
-            seen = $0
+        let seen = Mutex<OfferUsage?>(nil)
+        let refused = try ledger.record(Self.signature("a")) { usage in
+            seen.withLock { $0 = usage }
             return false
         }
-        #expect(seen == before)
+        #expect(seen.withLock { $0 } == before)
         #expect(refused == LedgerOutcome(recorded: false, usage: before))
         #expect(try ledger.usage(Self.key("a")) == before)
         let accepted = try ledger.record(Self.signature("a")) { _ in true }
@@ -231,6 +232,55 @@ struct LedgerTests {
         #expect(try ledger.usage(Self.key(nil)).offerReservations == 25)
         for index in 0..<20 { #expect(try ledger.usage(Self.key("customer-\(index)")).customerSignatures <= 3) }
     }
+
+    @Test(
+        "a recorded signature is found by its nonce with every field; an unknown nonce is nil", arguments: Kind.allCases
+    )
+    func lookup(kind: Kind) throws {
+        let ledger = try make(kind)
+        let signature = Self.signature("a", nonce: "8d3c1f2e-5b4a-4c3d-9e8f-7a6b5c4d3e2f")
+        try Self.add(signature, to: ledger)
+        #expect(try ledger.signature(nonce: signature.nonce) == signature)
+        var anonymous = Self.signature(nil)
+        anonymous.requestId = nil
+        try Self.add(anonymous, to: ledger)
+        #expect(try ledger.signature(nonce: anonymous.nonce) == anonymous)
+        #expect(try ledger.signature(nonce: "unknown") == nil)
+    }
+
+    @Test(
+        "records sent together all complete, counted exactly, each admitted on the ones before",
+        arguments: Kind.allCases)
+    func together(kind: Kind) throws {
+        let ledger = try make(kind)
+        let limits = OfferLimits(perCustomer: 2, total: 150)
+        let outcomes = Mutex<[String: Result<LedgerOutcome, LedgerError>]>([:])
+        let done = DispatchGroup()
+        // Sent without waiting, so the writer finds many waiting at once; one nonce twice.
+        var signatures = (0..<300).map { Self.signature("customer-\($0 % 100)", nonce: "n-\($0)") }
+        signatures.insert(Self.signature("customer-x", nonce: "n-7"), at: 10)
+        for signature in signatures {
+            done.enter()
+            ledger.record(
+                signature, admit: { LimitPolicy.allows(limits, usage: $0, customerKey: signature.customerKey) }
+            ) {
+                result in
+                outcomes.withLock { $0[signature.nonce + "/" + (signature.customerKey ?? "")] = result }
+                done.leave()
+            }
+        }
+        done.wait()
+        let results = outcomes.withLock { $0 }
+        #expect(results.count == 301)
+        let recorded = results.values.count { (try? $0.get().recorded) == true }
+        let failed = results.filter { if case .failure = $0.value { return true } else { return false } }
+        // 100 customers at 2 each would be 200; the total stops it at 150. The repeated nonce (sent while places
+        // remain, so it is admitted and then refused by the store) fails alone.
+        #expect(recorded == 150)
+        #expect(Array(failed.keys) == ["n-7/customer-x"])
+        #expect(try ledger.usage(Self.key(nil)).offerReservations == 150)
+        for index in 0..<100 { #expect(try ledger.usage(Self.key("customer-\(index)")).customerSignatures <= 2) }
+    }
 }
 
 /// What only the SQLite file does: persistence, redemptions table, indexes, file modes, errors.
@@ -239,6 +289,33 @@ struct SQLiteLedgerFileTests {
     let scratch: ScratchFolder
 
     init() throws { scratch = try ScratchFolder() }
+
+    @Test("durability is synchronous=FULL, read back from SQLite (a kill cannot tell FULL from NORMAL)")
+    func synchronousFull() throws {
+        let ledger = try SQLiteLedger(path: scratch.file("ledger.sqlite"))
+        #expect(try ledger.synchronousSetting() == 2)
+    }
+
+    @Test("records that wait together are committed together, one transaction for many, and all survive a reopen")
+    func groupCommit() throws {
+        let path = scratch.file("ledger.sqlite")
+        let ledger = try SQLiteLedger(path: path)
+        let done = DispatchGroup()
+        for index in 0..<400 {
+            done.enter()
+            ledger.record(LedgerTests.signature("customer-\(index)", nonce: "n-\(index)"), admit: { _ in true }) { _ in
+                done.leave()
+            }
+        }
+        done.wait()
+        let statistics = ledger.commitStatistics
+        #expect(statistics.records == 400)
+        #expect(statistics.commits < 400, "\(statistics)")
+        #expect(statistics.largestGroup > 1, "\(statistics)")
+        let reopened = try SQLiteLedger(path: path)
+        #expect(try reopened.usage(LedgerTests.key(nil)).offerReservations == 400)
+        for index in [0, 199, 399] { #expect(try reopened.signature(nonce: "n-\(index)") != nil) }
+    }
 
     @Test("every record survives a reopen")
     func persistence() throws {

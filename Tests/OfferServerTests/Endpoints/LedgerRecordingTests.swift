@@ -1,0 +1,85 @@
+import OfferAPI
+import OfferCore
+import OfferServer
+import OfferStore
+import OfferTesting
+import Testing
+
+/// Issue 8, item 1: every signature the service issues is in the ledger before it is answered, limited offer or
+/// not, with its app, offer, product, customer, nonce, key, format, time and request ID; refusals record nothing.
+@Suite("Every signature is recorded")
+struct LedgerRecordingTests {
+    /// The answer's nonce, looked up in the service's ledger.
+    func recorded(_ response: TestResponse, _ client: TestClient) throws -> IssuedSignature? {
+        let nonce = try #require(response.json?.objectValue?["nonce"]?.stringValue, "\(response)")
+        return try #require(client.service.ledger).signature(nonce: nonce)
+    }
+
+    @Test(
+        "a promotional signature of an offer without limits is recorded with every field",
+        arguments: SignatureFormat.allCases)
+    func promotionalWithoutLimits(format: SignatureFormat) throws {
+        try Fixture.withClient { deployment, client in
+            let response = try client.post(
+                Fixture.promotional, Fixture.promotionalRequest(offerId: "open_offer", format: format),
+                headers: ["X-Request-Id": "req-open-1"])
+            #expect(response.status == 200, "\(response)")
+            let signature = try #require(try recorded(response, client))
+            #expect(
+                signature
+                    == IssuedSignature(
+                        bundleId: Fixture.bundleId, offerId: "open_offer", productId: Fixture.product, customerKey: nil,
+                        nonce: signature.nonce, keyId: deployment.keyId, format: format.rawValue,
+                        issuedAt: client.clock.now, requestId: "req-open-1"))
+            #expect(response.header("X-Request-Id") == "req-open-1")
+        }
+    }
+
+    @Test("a verified customer's signature is recorded under their customer key")
+    func promotionalWithCustomer() throws {
+        try Fixture.withClient { deployment, client in
+            let request = Fixture.promotionalRequest(
+                signedData: SignedData(
+                    transaction: try deployment.transaction(
+                        bundleId: Fixture.bundleId, expiredDaysAgo: 70, originalTransactionId: "2000000000000042")))
+            let response = try client.post(Fixture.promotional, request)
+            #expect(response.status == 200, "\(response)")
+            let signature = try #require(try recorded(response, client))
+            #expect(signature.offerId == "welcome_back")
+            #expect(signature.customerKey == "2000000000000042")
+            #expect(signature.requestId == response.header("X-Request-Id"))
+        }
+    }
+
+    @Test("introductory offer decisions are recorded, allowed or not", arguments: [400, 70])
+    func introductory(expiredDaysAgo: Int64) throws {
+        try Fixture.withClient { deployment, client in
+            let request = IntroductoryOfferEligibilityRequest(
+                bundleId: Fixture.bundleId, productId: Fixture.product,
+                signedData: SignedData(
+                    transaction: try deployment.transaction(
+                        bundleId: Fixture.bundleId, expiredDaysAgo: expiredDaysAgo)))
+            let response = try client.post(Fixture.introductory, request)
+            #expect(response.status == 200, "\(response)")
+            let signature = try #require(try recorded(response, client))
+            #expect(signature.format == "introductory")
+            #expect(signature.offerId == "intro_trial")
+            #expect(signature.productId == Fixture.product)
+        }
+    }
+
+    @Test("a refusal by the rules records nothing")
+    func refusal() throws {
+        try Fixture.withClient { _, client in
+            let response = try client.post(Fixture.promotional, Fixture.promotionalRequest())
+            #expect(response.status == 403)
+            let ledger = try #require(client.service.ledger)
+            #expect(
+                try ledger.usage(
+                    UsageKey(
+                        bundleId: Fixture.bundleId, offerId: "welcome_back", customerKey: nil, now: client.clock.now))
+                    == .none)
+            for nonce in client.nonces.issued { #expect(try ledger.signature(nonce: nonce) == nil) }
+        }
+    }
+}
