@@ -35,6 +35,8 @@ ISSUER_ID = "57246542-96fe-1a63-e053-0824d011072a"
 KEY_ID = "BENCHKEY01"
 OPEN_OFFER = "bench_open"  # promotional, requiresVerifiedCustomer false, no rules
 RULE_OFFER = "bench_winback_rules"  # promotional, expired >= 30 days
+LIMITED_OFFER = "bench_limited"  # promotional, no verified customer needed, a total far above any run (ledger only)
+LIMITED_TOTAL = 1_000_000_000
 APP_TRANSACTION_ID = "7042895723110001"
 DAY_MS = 86_400_000
 # Past Apple's longest billing retry (60 days): the transaction alone proves the subscription expired, so the
@@ -187,8 +189,9 @@ def openssl_speed() -> dict:
 # Deployment
 
 
-def make_deployment(binary: str, directory: Path) -> tuple[Path, str]:
-    """Writes key, test CA and config to `directory`; returns the config path and a signed transaction."""
+def make_deployment(binary: str, directory: Path) -> tuple[Path, Path, str]:
+    """Writes key, test CA and two configs to `directory` (no ledger; a SQLite ledger with a limited offer);
+    returns their paths and a signed transaction."""
     key_file = directory / f"SubscriptionKey_{KEY_ID}.p8"
     run_command([binary, "keys", "generate", "--key-id", KEY_ID, "--out", str(key_file)])
     run_command([binary, "testkit", "ca", "--out", str(directory / "ca")])
@@ -221,6 +224,21 @@ def make_deployment(binary: str, directory: Path) -> tuple[Path, str]:
     config_path = directory / "offer-signer.json"
     config_path.write_text(json.dumps(config, indent=2) + "\n", encoding="utf-8")
     run_command([binary, "config", "check", "--config", str(config_path)])
+    # The same app with a SQLite ledger recording every signature, and an offer with a total limit.
+    ledger_config = json.loads(json.dumps(config))
+    ledger_config["storage"] = "sqlite:ledger.sqlite"
+    ledger_config["apps"][0]["offers"].append(
+        {
+            "id": LIMITED_OFFER,
+            "type": "promotional",
+            "productIds": [PRODUCT_ID],
+            "requiresVerifiedCustomer": False,
+            "limits": {"total": LIMITED_TOTAL},
+        }
+    )
+    ledger_path = directory / "offer-signer-sqlite.json"
+    ledger_path.write_text(json.dumps(ledger_config, indent=2) + "\n", encoding="utf-8")
+    run_command([binary, "config", "check", "--config", str(ledger_path)])
 
     now = int(time.time() * 1000)
     expires = now - EXPIRED_DAYS_AGO * DAY_MS
@@ -253,7 +271,7 @@ def make_deployment(binary: str, directory: Path) -> tuple[Path, str]:
     ).strip()
     if signed.count(".") != 2:
         raise BenchError(f"testkit sign transaction printed no compact JWS: {signed[:200]!r}")
-    return config_path, signed
+    return config_path, ledger_path, signed
 
 
 # ---------------------------------------------------------------------------------------------
@@ -400,8 +418,8 @@ class Scenario:
 
     def check_response(self, data: dict) -> None:
         """Checks that a 200 response is the work this scenario means to measure."""
-        if self.key in ("promotional_jws", "promotional_verified"):
-            offer = OPEN_OFFER if self.key == "promotional_jws" else RULE_OFFER
+        if self.key in ("promotional_jws", "promotional_verified", "sqlite_jws", "sqlite_limited"):
+            offer = {"promotional_verified": RULE_OFFER, "sqlite_limited": LIMITED_OFFER}.get(self.key, OPEN_OFFER)
             parts = data.get("compactJWS", "").split(".")
             if data.get("format") != "jws" or len(parts) != 3:
                 raise BenchError(f"{self.label}: no JWS in the response: {data}")
@@ -460,6 +478,36 @@ def scenarios(signed_transaction: str) -> list[Scenario]:
             False,
         ),
     ]
+
+
+def ledger_scenarios() -> list[Scenario]:
+    """Against the server with a SQLite ledger: every signature recorded before it is answered."""
+    return [
+        Scenario(
+            "sqlite_jws",
+            "POST promotional-offer JWS, SQLite ledger",
+            "POST",
+            "/v1/signatures/promotional-offer",
+            {"bundleId": BUNDLE_ID, "productId": PRODUCT_ID, "offerId": OPEN_OFFER},
+            True,
+        ),
+        Scenario(
+            "sqlite_limited",
+            "POST promotional-offer JWS, limited, SQLite",
+            "POST",
+            "/v1/signatures/promotional-offer",
+            {"bundleId": BUNDLE_ID, "productId": PRODUCT_ID, "offerId": LIMITED_OFFER},
+            True,
+        ),
+    ]
+
+
+def ledger_rows(path: Path) -> int:
+    """Signatures in the ledger file, read with Python's own sqlite3 (an independent reader)."""
+    import sqlite3
+
+    with sqlite3.connect(f"file:{path}?mode=ro", uri=True) as connection:
+        return connection.execute("SELECT count(*) FROM issued_signatures").fetchone()[0]
 
 
 def preflight(port: int, scenario: Scenario) -> None:
@@ -702,7 +750,7 @@ def main(argv: list[str]) -> int:
             directory = Path(temp)
             print(f"openssl speed -seconds {OPENSSL_SECONDS} ecdsap256 ...", flush=True)
             crypto = openssl_speed()
-            config_path, signed_transaction = make_deployment(binary, directory)
+            config_path, ledger_path, signed_transaction = make_deployment(binary, directory)
             plan = scenarios(signed_transaction)
             server = Server(binary, config_path, directory)
             try:
@@ -731,6 +779,46 @@ def main(argv: list[str]) -> int:
             server_stderr = server.stderr()
             if status != 0:
                 raise BenchError(f"the server exited {status} after SIGTERM (expected 0):\n{server_stderr}")
+
+            # The same signatures with a SQLite ledger that records each one before it is answered.
+            ledger_plan = ledger_scenarios()
+            plan += ledger_plan
+            server = Server(binary, ledger_path, directory)
+            try:
+                for scenario in ledger_plan:
+                    preflight(server.port, scenario)
+                for scenario in ledger_plan:
+                    print(f"{scenario.label} ...", flush=True)
+                    result = run_wrk(args, server.port, scenario, directory, server)
+                    results[scenario.key] = {
+                        "label": scenario.label,
+                        "method": scenario.method,
+                        "path": scenario.path,
+                        **result,
+                    }
+                answered = settled_counts(server.port).get(("/v1/signatures/promotional-offer", "200"), 0)
+            except BaseException:
+                try:
+                    server.stop()
+                except BenchError:
+                    pass
+                server.kill()
+                raise
+            status = server.stop()
+            server_stderr += server.stderr()
+            if status != 0:
+                raise BenchError(f"the ledger server exited {status} after SIGTERM (expected 0):\n{server_stderr}")
+            rows = ledger_rows(directory / "ledger.sqlite")
+            if rows != answered:
+                raise BenchError(f"the ledger holds {rows} signatures, but the server answered {answered} with 200")
+            recording = {
+                "signaturesAnswered": answered,
+                "signaturesInLedger": rows,
+                "sqliteToNoLedger": results["sqlite_jws"]["requestsPerSecond"]
+                / results["promotional_jws"]["requestsPerSecond"],
+                "limitedToNoLedger": results["sqlite_limited"]["requestsPerSecond"]
+                / results["promotional_jws"]["requestsPerSecond"],
+            }
     except BenchError as error:
         print(f"error: {error}", file=sys.stderr)
         return 1
@@ -744,6 +832,11 @@ def main(argv: list[str]) -> int:
 
     print()
     print_table(results, sign_rate)
+    print(
+        f"\nledger: {recording['signaturesInLedger']} signatures in the SQLite file for {recording['signaturesAnswered']} "
+        f"answered; recording every signature runs at {recording['sqliteToNoLedger']:.2f} of the throughput "
+        f"without a ledger, a limited offer at {recording['limitedToNoLedger']:.2f}"
+    )
     if server_stderr.strip():
         print(f"\nserver stderr:\n{server_stderr.strip()[-2000:]}")
 
@@ -761,6 +854,7 @@ def main(argv: list[str]) -> int:
         },
         "baselines": {"openssl": crypto, "livezRequestsPerSecond": livez},
         "endpoints": results,
+        "ledger": recording,
         "ratios": {
             key: {"toLivez": result["ratioToLivez"], "toOpensslSign": result["ratioToOpensslSign"]}
             for key, result in results.items()

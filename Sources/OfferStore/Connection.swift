@@ -13,6 +13,9 @@ final class Connection: @unchecked Sendable {
     }
 
     private let handle: OpaquePointer
+    /// Prepared statements by their SQL, kept for the connection's life: the ledger runs the same few statements
+    /// for every signature, and parsing them each time cost more than running them.
+    private var statements: [String: OpaquePointer] = [:]
 
     init(path: String) throws(LedgerError) {
         var handle: OpaquePointer?
@@ -25,7 +28,10 @@ final class Connection: @unchecked Sendable {
         self.handle = handle
     }
 
-    deinit { sqlite3_close_v2(handle) }
+    deinit {
+        for statement in statements.values { sqlite3_finalize(statement) }
+        sqlite3_close_v2(handle)
+    }
 
     func execute(_ sql: String) throws(LedgerError) {
         let status = sqlite3_exec(handle, sql, nil, nil, nil)
@@ -34,14 +40,14 @@ final class Connection: @unchecked Sendable {
 
     func run(_ sql: String, _ values: [Value]) throws(LedgerError) {
         let statement = try prepare(sql, values)
-        defer { sqlite3_finalize(statement) }
+        defer { sqlite3_reset(statement) }
         guard sqlite3_step(statement) == SQLITE_DONE else { throw failure("statement failed") }
     }
 
     /// The first column of the one row `sql` returns, as an integer.
     func scalar(_ sql: String, _ values: [Value]) throws(LedgerError) -> Int64 {
         let statement = try prepare(sql, values)
-        defer { sqlite3_finalize(statement) }
+        defer { sqlite3_reset(statement) }
         guard sqlite3_step(statement) == SQLITE_ROW else { throw failure("query failed") }
         return sqlite3_column_int64(statement, 0)
     }
@@ -49,7 +55,7 @@ final class Connection: @unchecked Sendable {
     /// The first `columns` columns of every row `sql` returns, as text (`nil` for NULL).
     func rows(_ sql: String, _ values: [Value], columns: Int32) throws(LedgerError) -> [[String?]] {
         let statement = try prepare(sql, values)
-        defer { sqlite3_finalize(statement) }
+        defer { sqlite3_reset(statement) }
         var rows: [[String?]] = []
         while true {
             switch sqlite3_step(statement) {
@@ -70,7 +76,7 @@ final class Connection: @unchecked Sendable {
     /// Column `column` of every row `sql` returns, as text (empty for NULL).
     func texts(_ sql: String, _ values: [Value], column: Int32 = 0) throws(LedgerError) -> [String] {
         let statement = try prepare(sql, values)
-        defer { sqlite3_finalize(statement) }
+        defer { sqlite3_reset(statement) }
         var texts: [String] = []
         while true {
             switch sqlite3_step(statement) {
@@ -89,21 +95,32 @@ final class Connection: @unchecked Sendable {
     func transaction<Result>(
         _ begin: String = "BEGIN IMMEDIATE", _ body: () throws(LedgerError) -> Result
     ) throws(LedgerError) -> Result {
-        try execute(begin)
+        try run(begin, [])
         do {
             let result = try body()
-            try execute("COMMIT")
+            try run("COMMIT", [])
             return result
         } catch {
-            try? execute("ROLLBACK")
+            try? run("ROLLBACK", [])
             throw error
         }
     }
 
+    /// The statement for `sql`, prepared once and reset for each use, with `values` bound.
     private func prepare(_ sql: String, _ values: [Value]) throws(LedgerError) -> OpaquePointer {
-        var statement: OpaquePointer?
-        guard sqlite3_prepare_v2(handle, sql, -1, &statement, nil) == SQLITE_OK, let statement else {
-            throw failure("cannot prepare a statement")
+        let statement: OpaquePointer
+        if let cached = statements[sql] {
+            sqlite3_clear_bindings(cached)
+            statement = cached
+        } else {
+            var prepared: OpaquePointer?
+            guard sqlite3_prepare_v3(handle, sql, -1, UInt32(SQLITE_PREPARE_PERSISTENT), &prepared, nil) == SQLITE_OK,
+                let prepared
+            else {
+                throw failure("cannot prepare a statement")
+            }
+            statements[sql] = prepared
+            statement = prepared
         }
         // SQLITE_TRANSIENT: SQLite copies the text before the call returns.
         let transient = unsafeBitCast(-1, to: sqlite3_destructor_type.self)
@@ -115,11 +132,7 @@ final class Connection: @unchecked Sendable {
             case .integer(let number): bound = sqlite3_bind_int64(statement, position, number)
             case .null: bound = sqlite3_bind_null(statement, position)
             }
-            guard bound == SQLITE_OK else {
-                let error = failure("cannot bind a parameter")
-                sqlite3_finalize(statement)
-                throw error
-            }
+            guard bound == SQLITE_OK else { throw failure("cannot bind a parameter") }
         }
         return statement
     }

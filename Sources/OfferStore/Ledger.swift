@@ -13,13 +13,15 @@ import Synchronization
 public protocol Ledger: UsageCounts {
     /// In one atomic step (a transaction, a lock): counts the usage for `signature.usageKey` (its offer and
     /// customer at `issuedAt`), calls `admit` with it, and records `signature` only if `admit` returned true.
+    /// Without `admit` (an offer without limits) nothing is counted and the signature is recorded, its outcome's
+    /// usage `.none`.
     /// `completion` is called once, from any thread, when the record is durable (committed) or refused, or the
     /// store failed: a signature may be handed out only after a `recorded` outcome. Backends may commit the
     /// records that arrive together in one transaction (one disk flush for many signatures); each is still
     /// admitted on the counts of every record before it. `admit` must be quick and must not call the ledger;
     /// `completion` must be quick too (it may run on the ledger's writer).
     func record(
-        _ signature: IssuedSignature, admit: @escaping @Sendable (OfferUsage) -> Bool,
+        _ signature: IssuedSignature, admit: (@Sendable (OfferUsage) -> Bool)?,
         completion: @escaping @Sendable (Result<LedgerOutcome, LedgerError>) -> Void)
     /// The recorded signature with `nonce`, or `nil`: how a returned signature is found in the ledger.
     func signature(nonce: String) throws(LedgerError) -> IssuedSignature?
@@ -32,7 +34,7 @@ public protocol Ledger: UsageCounts {
 extension Ledger {
     /// `record(_:admit:completion:)`, waited for: for callers that may block a thread (tests, the command line).
     public func record(
-        _ signature: IssuedSignature, admit: @escaping @Sendable (OfferUsage) -> Bool
+        _ signature: IssuedSignature, admit: (@Sendable (OfferUsage) -> Bool)?
     ) throws(LedgerError) -> LedgerOutcome {
         let done = DispatchSemaphore(value: 0)
         let result = Mutex<Result<LedgerOutcome, LedgerError>?>(nil)

@@ -13,12 +13,15 @@ public final class MemoryLedger: Ledger {
     }
 
     public func record(
-        _ signature: IssuedSignature, admit: @escaping @Sendable (OfferUsage) -> Bool,
+        _ signature: IssuedSignature, admit: (@Sendable (OfferUsage) -> Bool)?,
         completion: @escaping @Sendable (Result<LedgerOutcome, LedgerError>) -> Void
     ) {
         let result = records.withLock { (records: inout Records) -> Result<LedgerOutcome, LedgerError> in
-            let usage = records.usage(signature.usageKey)
-            guard admit(usage) else { return .success(LedgerOutcome(recorded: false, usage: usage)) }
+            var usage = OfferUsage.none
+            if let admit {
+                usage = records.usage(signature.usageKey)
+                guard admit(usage) else { return .success(LedgerOutcome(recorded: false, usage: usage)) }
+            }
             do throws(LedgerError) {
                 try records.insert(signature)
             } catch {

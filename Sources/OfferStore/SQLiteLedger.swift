@@ -22,7 +22,7 @@ public final class SQLiteLedger: Ledger {
 
     private struct Pending: Sendable {
         let signature: IssuedSignature
-        let admit: @Sendable (OfferUsage) -> Bool
+        let admit: (@Sendable (OfferUsage) -> Bool)?
         let completion: @Sendable (Result<LedgerOutcome, LedgerError>) -> Void
     }
 
@@ -57,7 +57,7 @@ public final class SQLiteLedger: Ledger {
     }
 
     public func record(
-        _ signature: IssuedSignature, admit: @escaping @Sendable (OfferUsage) -> Bool,
+        _ signature: IssuedSignature, admit: (@Sendable (OfferUsage) -> Bool)?,
         completion: @escaping @Sendable (Result<LedgerOutcome, LedgerError>) -> Void
     ) {
         let startWriter = waiting.withLock { waiting -> Bool in
@@ -93,13 +93,13 @@ public final class SQLiteLedger: Ledger {
                     var results: [Result<LedgerOutcome, LedgerError>] = []
                     results.reserveCapacity(group.count)
                     for pending in group {
-                        try connection.execute("SAVEPOINT record")
+                        try connection.run("SAVEPOINT record", [])
                         do throws(LedgerError) {
                             results.append(.success(try Self.record(connection, pending)))
-                            try connection.execute("RELEASE record")
+                            try connection.run("RELEASE record", [])
                         } catch {
-                            try connection.execute("ROLLBACK TO record")
-                            try connection.execute("RELEASE record")
+                            try connection.run("ROLLBACK TO record", [])
+                            try connection.run("RELEASE record", [])
                             results.append(.failure(error))
                         }
                     }
@@ -115,8 +115,11 @@ public final class SQLiteLedger: Ledger {
 
     private static func record(_ connection: Connection, _ pending: Pending) throws(LedgerError) -> LedgerOutcome {
         let signature = pending.signature
-        let usage = try usage(connection, signature.usageKey)
-        guard pending.admit(usage) else { return LedgerOutcome(recorded: false, usage: usage) }
+        var usage = OfferUsage.none
+        if let admit = pending.admit {
+            usage = try Self.usage(connection, signature.usageKey)
+            guard admit(usage) else { return LedgerOutcome(recorded: false, usage: usage) }
+        }
         try connection.run(
             Query.insertSignature,
             [

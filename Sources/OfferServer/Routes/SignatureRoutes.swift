@@ -128,7 +128,7 @@ struct SignatureRoutes {
                 customerKey: verdict.customer?.facts.customerKey, nonce: nonce, keyId: key.keyId,
                 format: "introductory", issuedAt: context.now, requestId: context.requestId)
             let answer = HTTPResponse.ok(reply.jsonBytes)
-            record(signature, context, respond, admit: { _ in true }) { _ in
+            record(signature, context, respond, admit: nil) { _ in
                 context.recordDecision(allow ? "allowed" : "denied", offer: verdict.offer.id, reasons: reasons)
                 context.record { $0.signature = ("introductory", key.keyId) }
                 return .success(answer)
@@ -143,11 +143,11 @@ struct SignatureRoutes {
     /// signature is admitted as it is.
     private func record(
         _ signature: IssuedSignature, _ context: RequestContext, _ respond: @escaping Route.Respond,
-        admit: @escaping @Sendable (OfferUsage) -> Bool,
+        admit: (@Sendable (OfferUsage) -> Bool)?,
         answer: @escaping @Sendable (LedgerOutcome) -> Result<HTTPResponse, any Error>
     ) {
         guard let ledger else {
-            let outcome = LedgerOutcome(recorded: admit(.none), usage: .none)
+            let outcome = LedgerOutcome(recorded: admit?(.none) ?? true, usage: .none)
             respond(answer(outcome))
             return
         }
