@@ -809,8 +809,14 @@ def main(argv: list[str]) -> int:
             if status != 0:
                 raise BenchError(f"the ledger server exited {status} after SIGTERM (expected 0):\n{server_stderr}")
             rows = ledger_rows(directory / "ledger.sqlite")
-            if rows != answered:
-                raise BenchError(f"the ledger holds {rows} signatures, but the server answered {answered} with 200")
+            # Every answered signature is recorded; wrk's last requests at each stop may be recorded and never
+            # answered (the client was gone), at most one per connection per endpoint.
+            in_flight = args.connections * len(ledger_plan)
+            if not answered <= rows <= answered + in_flight:
+                raise BenchError(
+                    f"the ledger holds {rows} signatures for {answered} answered with 200 "
+                    f"(expected between {answered} and {answered + in_flight})"
+                )
             recording = {
                 "signaturesAnswered": answered,
                 "signaturesInLedger": rows,
@@ -834,7 +840,7 @@ def main(argv: list[str]) -> int:
     print_table(results, sign_rate)
     print(
         f"\nledger: {recording['signaturesInLedger']} signatures in the SQLite file for {recording['signaturesAnswered']} "
-        f"answered; recording every signature runs at {recording['sqliteToNoLedger']:.2f} of the throughput "
+        f"answered (wrk's last requests may be recorded unanswered); recording every signature runs at {recording['sqliteToNoLedger']:.2f} of the throughput "
         f"without a ledger, a limited offer at {recording['limitedToNoLedger']:.2f}"
     )
     if server_stderr.strip():

@@ -6,7 +6,8 @@ import Synchronization
 /// Later calls are ignored.
 public final class Responder: Sendable {
     private struct State {
-        var response: HTTPResponse?
+        /// The answer, or how to make it on the worker thread.
+        var response: Answer?
         var sent = false
         /// The worker returned without an answer and suspended the connection.
         var suspended = false
@@ -34,8 +35,33 @@ public final class Responder: Sendable {
         self.completion = completion
     }
 
+    /// An answer ready, or made later by the worker thread that sends it.
+    enum Answer: Sendable {
+        case ready(HTTPResponse)
+        case prepared(@Sendable () -> HTTPResponse)
+
+        var response: HTTPResponse {
+            switch self {
+            case .ready(let response): return response
+            case .prepared(let make): return make()
+            }
+        }
+    }
+
     /// Answers the request. Only the first call counts.
     public func send(_ response: HTTPResponse) {
+        send(.ready(response))
+    }
+
+    /// Answers the request with what `make` returns, called on the worker thread that sends it (at once when
+    /// the worker is still in the handler, else after the resume): whoever answers (a ledger's writer, say)
+    /// only wakes the connection, and the answer's finishing work (error mapping, metrics, the access log)
+    /// runs on the HTTP workers. Only the first call counts.
+    public func send(making make: @escaping @Sendable () -> HTTPResponse) {
+        send(.prepared(make))
+    }
+
+    private func send(_ response: Answer) {
         let (first, resume): (Bool, Bool) = state.withLock { state in
             guard !state.sent else { return (false, false) }
             state.sent = true
@@ -46,7 +72,7 @@ public final class Responder: Sendable {
         }
         guard first else { return }
         if let completion {
-            completion(response)
+            completion(response.response)
             return
         }
         if resume, let connection {
@@ -61,7 +87,7 @@ public final class Responder: Sendable {
     /// is ignored.
     func takeResponseOrSuspend() -> HTTPResponse? {
         guard let connection else { return nil }
-        return state.withLock { state in
+        let answer: Answer? = state.withLock { state in
             if let response = state.response {
                 state.response = nil
                 return response
@@ -74,19 +100,22 @@ public final class Responder: Sendable {
                 } ?? false
             guard admitted else {
                 state.sent = true
-                return HTTPServer.stoppingResponse
+                return .ready(HTTPServer.stoppingResponse)
             }
             state.suspended = true
             MHD_suspend_connection(connection)
             return nil
         }
+        // Made outside the lock: `make` may take time and never touches this responder.
+        return answer?.response
     }
 
-    /// After a resume: the answer `send` stored.
+    /// After a resume: the answer `send` stored, made now on the worker.
     func takeResponse() -> HTTPResponse? {
-        state.withLock { state in
+        let answer: Answer? = state.withLock { state in
             defer { state.response = nil }
             return state.response
         }
+        return answer?.response
     }
 }

@@ -89,18 +89,22 @@ public final class Router: Sendable {
         }
     }
 
+    /// Error mapping, middleware `after` and the request ID, run by the HTTP worker that sends the answer (for an
+    /// asynchronous handler, after the resume, not on the thread that answered).
     private func finish(
         _ result: Result<HTTPResponse, any Error>, _ request: HTTPRequest, _ context: RequestContext,
         _ steps: [any Middleware], _ responder: Responder
     ) {
-        var response: HTTPResponse
-        switch result {
-        case .success(let ok): response = ok
-        case .failure(let error): response = ErrorMapping.response(for: error, context: context)
-        }
-        for step in steps.reversed() { step.after(request, context, &response) }
-        response.headers.append(HTTPHeader("X-Request-Id", context.requestId))
-        responder.send(response)
+        responder.send(making: {
+            var response: HTTPResponse
+            switch result {
+            case .success(let ok): response = ok
+            case .failure(let error): response = ErrorMapping.response(for: error, context: context)
+            }
+            for step in steps.reversed() { step.after(request, context, &response) }
+            response.headers.append(HTTPHeader("X-Request-Id", context.requestId))
+            return response
+        })
     }
 }
 
