@@ -210,6 +210,9 @@ private func requestCompleted(
     _ code: MHD_RequestTerminationCode
 ) {
     guard let state, let pointer = state.pointee else { return }
+    // An answer that was never taken (the client left while its connection waited suspended) is still made,
+    // so its request is counted and logged like any other; it is sent nowhere.
+    _ = Unmanaged<RequestState>.fromOpaque(pointer).takeUnretainedValue().responder?.takeResponse()
     Unmanaged<RequestState>.fromOpaque(pointer).release()
     state.pointee = nil
     if let cls { Unmanaged<HTTPServer>.fromOpaque(cls).takeUnretainedValue().inFlight.decrement() }
