@@ -110,6 +110,31 @@ struct AsyncHandlerTests {
         }
     }
 
+    @Test("a client that resets while its request waits gets its answer made once (so counted and logged)")
+    func clientLeft() async throws {
+        let parked = Barrier<Responder>(1)
+        let server = try Self.start { _, responder in _ = parked.arrive(responder) }
+        defer { server.stop(graceSeconds: 1) }
+        do {
+            let connection = try RawConnection(port: server.port)
+            try connection.send("GET", "/gone")
+            try await parked.waitForArrivals(1)
+            connection.resetOnClose()
+        }  // the client resets its connection here, its request still waiting
+        let made = Mutex(0)
+        parked.all[0].send(making: {
+            made.withLock { $0 += 1 }
+            return Self.echo(HTTPRequest(method: "GET", path: "/gone"))
+        })
+        var waited = 0
+        while made.withLock({ $0 }) == 0 && waited < RawConnection.timeoutSeconds * 100 {
+            try await Task.sleep(nanoseconds: 10_000_000)
+            waited += 1
+        }
+        try await Task.sleep(nanoseconds: 100_000_000)
+        #expect(made.withLock { $0 } == 1)
+    }
+
     @Test("an in-process responder passes on the first answer only")
     func inProcessSendTwice() {
         let received = Mutex<[Int]>([])
@@ -390,8 +415,20 @@ final class RawConnection {
 
     deinit { close(fd) }
 
+    /// Makes the close a reset (RST, `SO_LINGER` 0), as a client that vanishes mid-request does.
+    func resetOnClose() {
+        var linger = Glibc.linger(l_onoff: 1, l_linger: 0)
+        setsockopt(fd, SOL_SOCKET, SO_LINGER, &linger, socklen_t(MemoryLayout<Glibc.linger>.size))
+    }
+
     /// Sends one request and reads its response.
     func exchange(_ method: String, _ path: String, body: String = "", headers: [String] = []) throws -> RawResponse {
+        try send(method, path, body: body, headers: headers)
+        return try receive()
+    }
+
+    /// Sends one request without reading the answer.
+    func send(_ method: String, _ path: String, body: String = "", headers: [String] = []) throws {
         var request = "\(method) \(path) HTTP/1.1\r\nHost: 127.0.0.1\r\n"
         for header in headers { request += header + "\r\n" }
         if !body.isEmpty || method == "POST" {
@@ -406,7 +443,6 @@ final class RawConnection {
             guard result > 0 else { throw Failure("send: \(String(cString: strerror(errno)))") }
             sent += result
         }
-        return try receive()
     }
 
     private func receive() throws -> RawResponse {
