@@ -29,9 +29,13 @@ public protocol Ledger: UsageCounts {
     func release(nonce: String) throws(LedgerError)
     /// The store answers (for `/readyz`).
     func isHealthy() -> Bool
+    /// How group commit has gone, for `/metrics`; `nil` for a ledger that does not commit (memory).
+    var commitStatistics: CommitStatistics? { get }
 }
 
 extension Ledger {
+    public var commitStatistics: CommitStatistics? { nil }
+
     /// `record(_:admit:completion:)`, waited for: for callers that may block a thread (tests, the command line).
     public func record(
         _ signature: IssuedSignature, admit: (@Sendable (OfferUsage) -> Bool)?
@@ -57,5 +61,27 @@ public struct LedgerOutcome: Sendable, Equatable {
     public init(recorded: Bool, usage: OfferUsage) {
         self.recorded = recorded
         self.usage = usage
+    }
+}
+
+/// How group commit has gone: the transactions that committed records, the records they carried (refused ones
+/// included) and the time they took, from BEGIN to COMMIT's return (the disk flush included).
+public struct CommitStatistics: Sendable, Equatable {
+    /// Transactions (one disk flush each).
+    public var commits = 0
+    /// Records in them.
+    public var records = 0
+    /// The largest group.
+    public var largestGroup = 0
+    /// The time all commits took together.
+    public var duration = Duration.zero
+
+    public init() {}
+
+    mutating func add(group: Int, took elapsed: Duration) {
+        commits += 1
+        records += group
+        largestGroup = max(largestGroup, group)
+        duration += elapsed
     }
 }

@@ -44,8 +44,8 @@ public final class SQLiteLedger: Ledger {
         }
     }
 
-    /// How many transactions committed records, and how many records they carried.
-    public var commitStatistics: CommitStatistics { statistics.withLock { $0 } }
+    /// How many transactions committed records, how many records they carried, and how long they took.
+    public var commitStatistics: CommitStatistics? { statistics.withLock { $0 } }
 
     public func usage(_ key: UsageKey) throws(LedgerError) -> OfferUsage {
         try connection.withLock { (connection: inout Connection) throws(LedgerError) -> OfferUsage in
@@ -87,6 +87,7 @@ public final class SQLiteLedger: Ledger {
     /// One transaction for the whole group; each record in its own savepoint. Until COMMIT returns, no
     /// completion is called: a failed commit fails every record of the group.
     private func commit(_ group: [Pending]) -> [Result<LedgerOutcome, LedgerError>] {
+        let started = ContinuousClock.now
         let results = connection.withLock { (connection: inout Connection) -> [Result<LedgerOutcome, LedgerError>] in
             do throws(LedgerError) {
                 return try connection.transaction { () throws(LedgerError) -> [Result<LedgerOutcome, LedgerError>] in
@@ -109,7 +110,8 @@ public final class SQLiteLedger: Ledger {
                 return Array(repeating: .failure(error), count: group.count)
             }
         }
-        statistics.withLock { $0.add(group: group.count) }
+        let elapsed = started.duration(to: .now)
+        statistics.withLock { $0.add(group: group.count, took: elapsed) }
         return results
     }
 
@@ -206,21 +208,5 @@ public final class SQLiteLedger: Ledger {
             WHERE (bundle_id, offer_id) IN (SELECT bundle_id, offer_id FROM issued_signatures WHERE nonce = ?1)
             """
         static let deleteSignature = "DELETE FROM issued_signatures WHERE nonce = ?1"
-    }
-}
-
-/// How group commit has gone: transactions that committed records and the records they carried.
-public struct CommitStatistics: Sendable, Equatable {
-    /// Transactions (one disk flush each).
-    public var commits = 0
-    /// Records in them, refused ones included.
-    public var records = 0
-    /// The largest group.
-    public var largestGroup = 0
-
-    mutating func add(group: Int) {
-        commits += 1
-        records += group
-        largestGroup = max(largestGroup, group)
     }
 }

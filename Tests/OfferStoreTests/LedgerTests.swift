@@ -308,8 +308,9 @@ struct SQLiteLedgerFileTests {
             }
         }
         done.wait()
-        let statistics = ledger.commitStatistics
+        let statistics = try #require(ledger.commitStatistics)
         #expect(statistics.records == 400)
+        #expect(statistics.duration > .zero)
         #expect(statistics.commits < 400, "\(statistics)")
         #expect(statistics.largestGroup > 1, "\(statistics)")
         let reopened = try SQLiteLedger(path: path)

@@ -38,11 +38,27 @@ public final class Metrics: Sendable {
             type: "gauge", index: 1)
         public static let build = Family(
             name: "offer_signer_build_info", help: "Version of this build, 1.", type: "gauge", index: 0)
+        public static let ledgerCommits = Family(
+            name: "offer_signer_ledger_commits_total",
+            help: "Ledger transactions that committed signatures (one disk flush each), by backend.",
+            type: "counter", index: 9)
+        public static let ledgerRecords = Family(
+            name: "offer_signer_ledger_records_total",
+            help:
+                "Signatures the ledger committed (or refused at its limits), by backend; over commits: the group size.",
+            type: "counter", index: 10)
+        public static let ledgerCommitMicroseconds = Family(
+            name: "offer_signer_ledger_commit_microseconds_total",
+            help: "Time the ledger's commits took, flush included, by backend; over commits: the commit latency.",
+            type: "counter", index: 11)
+        public static let ledgerLargestGroup = Family(
+            name: "offer_signer_ledger_largest_group", help: "The most signatures one ledger commit carried.",
+            type: "gauge", index: 12)
 
         /// The order families are rendered in.
         static let all: [Family] = [
             .build, .configuration, .reloads, .requests, .decisions, .notEligible, .limitsReached, .signatures,
-            .signedDataRejected,
+            .signedDataRejected, .ledgerCommits, .ledgerRecords, .ledgerCommitMicroseconds, .ledgerLargestGroup,
         ]
     }
 

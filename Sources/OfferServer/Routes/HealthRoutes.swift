@@ -11,8 +11,18 @@ struct HealthRoutes {
         [
             .sync("GET", "/livez", group: .operations) { _, _ in .ok(HealthResponse().jsonBytes) },
             .sync("GET", "/readyz", group: .operations, readiness),
-            .sync("GET", "/metrics", group: .operations) { [metrics] _, _ in
-                HTTPResponse(
+            .sync("GET", "/metrics", group: .operations) { [metrics, ledger] _, _ in
+                if let statistics = ledger?.commitStatistics {
+                    let backend: KeyValuePairs<String, String> = ["backend": "sqlite"]
+                    metrics.set(.ledgerCommits, backend, to: statistics.commits)
+                    metrics.set(.ledgerRecords, backend, to: statistics.records)
+                    let (seconds, attoseconds) = statistics.duration.components
+                    metrics.set(
+                        .ledgerCommitMicroseconds, backend,
+                        to: Int(seconds) * 1_000_000 + Int(attoseconds / 1_000_000_000_000))
+                    metrics.set(.ledgerLargestGroup, backend, to: statistics.largestGroup)
+                }
+                return HTTPResponse(
                     status: 200, body: Array(metrics.render().utf8),
                     contentType: "text/plain; version=0.0.4; charset=utf-8")
             },

@@ -82,4 +82,24 @@ struct LedgerRecordingTests {
             for nonce in client.nonces.issued { #expect(try ledger.signature(nonce: nonce) == nil) }
         }
     }
+
+    @Test("/metrics shows the SQLite ledger's commits, records, commit time and largest group")
+    func metrics() throws {
+        try Fixture.withClient(settings: ["storage": .string("sqlite:ledger/offer-signer.sqlite")]) { _, client in
+            for _ in 0..<3 {
+                let response = try client.post(Fixture.promotional, Fixture.promotionalRequest(offerId: "open_offer"))
+                #expect(response.status == 200, "\(response)")
+            }
+            let text = try client.get("/metrics").text
+            #expect(text.contains("offer_signer_ledger_records_total{backend=\"sqlite\"} 3\n"), "\(text)")
+            let commits = try #require(
+                text.split(separator: "\n").first {
+                    $0.hasPrefix("offer_signer_ledger_commits_total{backend=\"sqlite\"} ")
+                })
+            let count = try #require(Int(commits.split(separator: " ").last ?? ""))
+            #expect((1...3).contains(count))
+            #expect(text.contains("# TYPE offer_signer_ledger_commit_microseconds_total counter"))
+            #expect(text.contains("offer_signer_ledger_largest_group{backend=\"sqlite\"} "))
+        }
+    }
 }
