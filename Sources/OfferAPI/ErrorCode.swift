@@ -25,6 +25,8 @@ public struct ErrorCode: RawRepresentable, Sendable, Hashable, CustomStringConve
     public static let notFound = ErrorCode(rawValue: "not_found")
     /// 405: the path takes another method (`Allow` header).
     public static let methodNotAllowed = ErrorCode(rawValue: "method_not_allowed")
+    /// 422: the `Idempotency-Key` was used before for another request body (or the other signature route).
+    public static let idempotencyKeyReused = ErrorCode(rawValue: "idempotency_key_reused")
     /// 413: the body is over the size limit.
     public static let payloadTooLarge = ErrorCode(rawValue: "payload_too_large")
     /// 429: over the rate limit for this client (`Retry-After` header).

@@ -7,7 +7,7 @@ import OfferAPI
 
 extension OfferClient {
     /// One request with its retries: the body of a 200, or the error the last attempt ended with.
-    func exchange(path: String, body: [UInt8], exchange: RetryPolicy.Exchange) async throws(OfferKitError) -> [UInt8] {
+    func exchange(path: String, body: [UInt8]) async throws(OfferKitError) -> [UInt8] {
         let request = makeRequest(path: path, body: body, idempotencyKey: UUID().uuidString.lowercased())
         let policy = RetryPolicy(options: options)
         var retry = 0
@@ -28,8 +28,7 @@ extension OfferClient {
                 outcome = .transport(error)
             }
             guard !Task.isCancelled,
-                let delay = policy.delay(
-                    before: retry, after: outcome, exchange: exchange, jitter: Double.random(in: 0...1))
+                let delay = policy.delay(before: retry, after: outcome, jitter: Double.random(in: 0...1))
             else { throw failure }
             await sleeper(delay)
             retry += 1
@@ -135,7 +134,9 @@ extension TransportError {
         case .notConnectedToInternet, .internationalRoamingOff, .dataNotAllowed, .callIsActive:
             kind = .offline
         case .timedOut: kind = .timedOut
-        case .networkConnectionLost: kind = .connectionLost
+        // Linux's URLSession reports a connection closed before any answer as a bad server response
+        // ("Empty reply from server"); Apple's as a lost connection. Either way the service may have acted.
+        case .networkConnectionLost, .badServerResponse: kind = .connectionLost
         case .cancelled: kind = .cancelled
         default: kind = .other
         }

@@ -84,7 +84,7 @@ public struct OfferClient: Sendable {
             bundleId: bundleId, productId: productId, offerId: offerId,
             format: format == .jws ? .jws : .legacy, appAccountToken: token, signedData: customer.wire)
         let body = try await exchange(
-            path: "v1/signatures/promotional-offer", body: request.jsonBytes, exchange: .signature)
+            path: "v1/signatures/promotional-offer", body: request.jsonBytes)
         let signature = try Self.decode(PromotionalOfferSignature.self, from: body)
         return try ResponseCheck.plan(
             for: signature, bundleId: bundleId, productId: productId, offerId: offerId, format: format,
@@ -105,7 +105,7 @@ public struct OfferClient: Sendable {
         let request = IntroductoryOfferEligibilityRequest(
             bundleId: bundleId, productId: productId, offerId: offerId, signedData: customer.wire)
         let body = try await exchange(
-            path: "v1/signatures/introductory-offer-eligibility", body: request.jsonBytes, exchange: .signature)
+            path: "v1/signatures/introductory-offer-eligibility", body: request.jsonBytes)
         let signature = try Self.decode(IntroductoryOfferEligibilitySignature.self, from: body)
         return try ResponseCheck.eligibility(
             for: signature, bundleId: bundleId, productId: productId, offerId: offerId,
@@ -121,7 +121,7 @@ public struct OfferClient: Sendable {
         productIds: [String]? = nil, customer: SignedCustomerData = .none
     ) async throws(OfferKitError) -> EligibleOffers {
         let request = EligibilityRequest(bundleId: bundleId, productIds: productIds, signedData: customer.wire)
-        let body = try await exchange(path: "v1/eligibility", body: request.jsonBytes, exchange: .readOnly)
+        let body = try await exchange(path: "v1/eligibility", body: request.jsonBytes)
         let response = try Self.decode(EligibilityResponse.self, from: body)
         return EligibleOffers(
             promotionalOffers: response.promotionalOffers.map { .init(offerId: $0.offerId, productId: $0.productId) },

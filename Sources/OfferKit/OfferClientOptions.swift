@@ -9,9 +9,10 @@ extension OfferClient {
         /// The largest answer read, in bytes: a bigger 200 is refused as `malformedResponse`; a bigger error
         /// answer is judged by its status alone (a 503 stays `serviceUnavailable`).
         public var maxResponseBytes: Int
-        /// How many times a failed attempt is tried again, at most 2 (more are not honoured). Only a 503, or a
-        /// failure before the request left the device, is retried; reading offers also retries after a timeout
-        /// or a lost connection, signing does not (the service may already have signed and counted it).
+        /// How many times a failed attempt is tried again, at most 2 (more are not honoured): after a 503, a
+        /// failure before the request left the device, a timeout or a lost connection, always with the request's
+        /// one `Idempotency-Key`, so the service answers a repeat with the signature it already made. Never
+        /// after any other answer.
         public var maxRetries: Int
         /// The first retry waits about this long, in seconds; each later one twice as long, with jitter.
         public var retryBaseDelay: TimeInterval

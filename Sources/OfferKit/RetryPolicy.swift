@@ -1,17 +1,10 @@
 import Foundation
 
 /// When an attempt that failed may be tried again, and after how long. Pure: the jitter's random number is
-/// passed in.
+/// passed in. Every request carries one `Idempotency-Key` for all its attempts, and the service answers a repeat
+/// under it with the signature it already made (counted once), so a timeout or a lost connection is tried
+/// again on every route; a service without a ledger signs again, but then no offer has limits to count.
 struct RetryPolicy: Sendable {
-    /// Whether an exchange can be repeated without doing anything twice.
-    enum Exchange: Sendable {
-        /// Signing: the service signs and counts each request it receives, so only what never reached it is
-        /// repeated (until the service deduplicates on `Idempotency-Key`).
-        case signature
-        /// Reading the eligible offers: nothing is recorded, any transport failure may be repeated.
-        case readOnly
-    }
-
     /// What ended an attempt.
     enum Outcome: Sendable {
         case status(Int, retryAfter: TimeInterval?)
@@ -34,7 +27,7 @@ struct RetryPolicy: Sendable {
     /// The wait before retry number `retry` (0 for the first), or `nil` when the attempt must not be retried.
     /// `jitter` is a number in `0...1`: the wait is between half and all of the exponential backoff, and at
     /// least a 503's `Retry-After`.
-    func delay(before retry: Int, after outcome: Outcome, exchange: Exchange, jitter: Double) -> TimeInterval? {
+    func delay(before retry: Int, after outcome: Outcome, jitter: Double) -> TimeInterval? {
         guard retry < maxRetries else { return nil }
         let backoff = min(maxDelay, baseDelay * Double(1 << min(retry, 16)))
         let jittered = backoff * (0.5 + 0.5 * min(max(jitter, 0), 1))
@@ -45,8 +38,9 @@ struct RetryPolicy: Sendable {
         case .status:
             return nil
         case .transport(let error):
-            if error.happenedBeforeSending { return jittered }
-            if exchange == .readOnly && (error.kind == .timedOut || error.kind == .connectionLost) { return jittered }
+            if error.happenedBeforeSending || error.kind == .timedOut || error.kind == .connectionLost {
+                return jittered
+            }
             return nil
         }
     }

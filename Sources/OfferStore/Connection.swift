@@ -9,6 +9,7 @@ final class Connection: @unchecked Sendable {
     enum Value {
         case text(String)
         case integer(Int64)
+        case blob([UInt8])
         case null
     }
 
@@ -73,6 +74,26 @@ final class Connection: @unchecked Sendable {
         }
     }
 
+    /// The first `columns` columns of the first row `sql` returns, each as its bytes (text as UTF-8, `nil` for
+    /// NULL); `nil` when there is no row.
+    func firstRowBytes(_ sql: String, _ values: [Value], columns: Int32) throws(LedgerError) -> [[UInt8]?]? {
+        let statement = try prepare(sql, values)
+        defer { sqlite3_reset(statement) }
+        switch sqlite3_step(statement) {
+        case SQLITE_ROW:
+            return (0..<columns).map { column -> [UInt8]? in
+                guard sqlite3_column_type(statement, column) != SQLITE_NULL else { return nil }
+                let count = Int(sqlite3_column_bytes(statement, column))
+                guard count > 0, let bytes = sqlite3_column_blob(statement, column) else { return [] }
+                return Array(UnsafeRawBufferPointer(start: bytes, count: count))
+            }
+        case SQLITE_DONE:
+            return nil
+        default:
+            throw failure("query failed")
+        }
+    }
+
     /// Column `column` of every row `sql` returns, as text (empty for NULL).
     func texts(_ sql: String, _ values: [Value], column: Int32 = 0) throws(LedgerError) -> [String] {
         let statement = try prepare(sql, values)
@@ -129,6 +150,10 @@ final class Connection: @unchecked Sendable {
             let bound: Int32
             switch value {
             case .text(let text): bound = sqlite3_bind_text(statement, position, text, -1, transient)
+            case .blob(let bytes):
+                bound = bytes.withUnsafeBytes {
+                    sqlite3_bind_blob(statement, position, $0.baseAddress, Int32($0.count), transient)
+                }
             case .integer(let number): bound = sqlite3_bind_int64(statement, position, number)
             case .null: bound = sqlite3_bind_null(statement, position)
             }

@@ -17,11 +17,33 @@ public struct IssuedSignature: Sendable, Equatable {
     public var issuedAt: Int64
     /// The request's `X-Request-Id`, to find its access log line.
     public var requestId: String?
+    /// The client's `Idempotency-Key` and what it stands for, when the request had one.
+    public var idempotency: Idempotency?
+
+    /// A request's `Idempotency-Key`: a repeat of the same request (same `requestHash`) under the same key, from
+    /// `validFrom` on, gets `answer` again instead of a new signature.
+    public struct Idempotency: Sendable, Equatable {
+        public var key: String
+        /// SHA-256 (hex) of the route and the request body as the service reads it.
+        public var requestHash: String
+        /// The response body the signature was answered with.
+        public var answer: [UInt8]
+        /// Unix milliseconds: a record under the same key issued before this no longer counts (the window ended).
+        public var validFrom: Int64
+
+        public init(key: String, requestHash: String, answer: [UInt8], validFrom: Int64) {
+            self.key = key
+            self.requestHash = requestHash
+            self.answer = answer
+            self.validFrom = validFrom
+        }
+    }
 
     public init(
         bundleId: String, offerId: String, productId: String, customerKey: String?, nonce: String, keyId: String,
-        format: String, issuedAt: Int64, requestId: String? = nil
+        format: String, issuedAt: Int64, requestId: String? = nil, idempotency: Idempotency? = nil
     ) {
+        self.idempotency = idempotency
         self.bundleId = bundleId
         self.offerId = offerId
         self.productId = productId

@@ -23,7 +23,14 @@ public protocol Ledger: UsageCounts {
     func record(
         _ signature: IssuedSignature, admit: (@Sendable (OfferUsage) -> Bool)?,
         completion: @escaping @Sendable (Result<LedgerOutcome, LedgerError>) -> Void)
-    /// The recorded signature with `nonce`, or `nil`: how a returned signature is found in the ledger.
+    /// The answer recorded under `key` for app `bundleId` since `validFrom` (Unix ms), if any: what a repeated
+    /// request with that `Idempotency-Key` gets again.
+    func previousAnswer(
+        bundleId: String, idempotencyKey key: String, validFrom: Int64
+    ) throws(LedgerError)
+        -> PreviousAnswer?
+    /// The recorded signature with `nonce` (without its `idempotency` part), or `nil`: how a returned signature
+    /// is found in the ledger.
     func signature(nonce: String) throws(LedgerError) -> IssuedSignature?
     /// Removes a recorded signature that could not be made after all (by nonce); an unknown nonce is no error.
     func release(nonce: String) throws(LedgerError)
@@ -57,10 +64,30 @@ public struct LedgerOutcome: Sendable, Equatable {
     public var recorded: Bool
     /// The counts `admit` saw, before recording: what a refusal is explained with.
     public var usage: OfferUsage
+    /// A signature recorded earlier under the same `Idempotency-Key` (within its window): nothing was counted
+    /// or recorded; the caller answers with it (or 422 when the request differs).
+    public var previous: PreviousAnswer?
 
-    public init(recorded: Bool, usage: OfferUsage) {
+    public init(recorded: Bool, usage: OfferUsage, previous: PreviousAnswer? = nil) {
         self.recorded = recorded
         self.usage = usage
+        self.previous = previous
+    }
+}
+
+/// A signature answered earlier under an `Idempotency-Key`.
+public struct PreviousAnswer: Sendable, Hashable {
+    /// The hash of the request it answered (`IssuedSignature.Idempotency.requestHash`).
+    public var requestHash: String
+    /// The response body it was answered with.
+    public var answer: [UInt8]
+    /// Its nonce.
+    public var nonce: String
+
+    public init(requestHash: String, answer: [UInt8], nonce: String) {
+        self.requestHash = requestHash
+        self.answer = answer
+        self.nonce = nonce
     }
 }
 

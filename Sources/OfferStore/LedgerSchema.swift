@@ -71,6 +71,19 @@ enum LedgerSchema {
                 "ALTER TABLE issued_signatures ADD COLUMN product_id TEXT",
                 "ALTER TABLE issued_signatures ADD COLUMN request_id TEXT",
             ]),
+        // 5: idempotent signing: the client's key, the request it named and the answer given, one live key per
+        // app (a key whose window ended is cleared before it is used again).
+        Migration(
+            version: 5,
+            statements: [
+                "ALTER TABLE issued_signatures ADD COLUMN idempotency_key TEXT",
+                "ALTER TABLE issued_signatures ADD COLUMN request_hash TEXT",
+                "ALTER TABLE issued_signatures ADD COLUMN answer BLOB",
+                """
+                CREATE UNIQUE INDEX issued_by_idempotency_key ON issued_signatures (bundle_id, idempotency_key)
+                WHERE idempotency_key IS NOT NULL
+                """,
+            ]),
     ]
 
     /// The version this binary brings a ledger to.

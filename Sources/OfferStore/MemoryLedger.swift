@@ -17,6 +17,12 @@ public final class MemoryLedger: Ledger {
         completion: @escaping @Sendable (Result<LedgerOutcome, LedgerError>) -> Void
     ) {
         let result = records.withLock { (records: inout Records) -> Result<LedgerOutcome, LedgerError> in
+            if let idempotency = signature.idempotency,
+                let previous = records.previousAnswer(
+                    bundleId: signature.bundleId, key: idempotency.key, validFrom: idempotency.validFrom)
+            {
+                return .success(LedgerOutcome(recorded: false, usage: .none, previous: previous))
+            }
             var usage = OfferUsage.none
             if let admit {
                 usage = records.usage(signature.usageKey)
@@ -32,8 +38,18 @@ public final class MemoryLedger: Ledger {
         completion(result)
     }
 
+    public func previousAnswer(
+        bundleId: String, idempotencyKey key: String, validFrom: Int64
+    ) throws(LedgerError) -> PreviousAnswer? {
+        records.withLock { $0.previousAnswer(bundleId: bundleId, key: key, validFrom: validFrom) }
+    }
+
     public func signature(nonce: String) throws(LedgerError) -> IssuedSignature? {
-        records.withLock { $0.signatures[nonce] }
+        records.withLock { records in
+            var signature = records.signatures[nonce]
+            signature?.idempotency = nil
+            return signature
+        }
     }
 
     public func release(nonce: String) throws(LedgerError) {
@@ -60,7 +76,14 @@ private struct Records {
         var customerKey: String
     }
 
+    struct IdempotencyKey: Hashable {
+        var bundleId: String
+        var key: String
+    }
+
     var signatures: [String: IssuedSignature] = [:]
+    /// The live record of each app's `Idempotency-Key`, by nonce.
+    var idempotencyKeys: [IdempotencyKey: String] = [:]
     var offerSignatures: [OfferKey: Int] = [:]
     var customerSignatures: [CustomerOfferKey: Int] = [:]
     /// When each customer's signatures (any offer of the app) were issued, for the last-day count.
@@ -82,11 +105,22 @@ private struct Records {
         return usage
     }
 
+    func previousAnswer(bundleId: String, key: String, validFrom: Int64) -> PreviousAnswer? {
+        guard let nonce = idempotencyKeys[IdempotencyKey(bundleId: bundleId, key: key)],
+            let signature = signatures[nonce], let idempotency = signature.idempotency,
+            signature.issuedAt >= validFrom
+        else { return nil }
+        return PreviousAnswer(requestHash: idempotency.requestHash, answer: idempotency.answer, nonce: nonce)
+    }
+
     mutating func insert(_ signature: IssuedSignature) throws(LedgerError) {
         guard signatures[signature.nonce] == nil else {
             throw LedgerError("a signature with this nonce is already recorded")
         }
         signatures[signature.nonce] = signature
+        if let idempotency = signature.idempotency {
+            idempotencyKeys[IdempotencyKey(bundleId: signature.bundleId, key: idempotency.key)] = signature.nonce
+        }
         adjust(signature, by: 1)
         if let customerKey = signature.customerKey {
             customerIssueTimes[CustomerKey(bundleId: signature.bundleId, customerKey: customerKey), default: []]
@@ -96,6 +130,10 @@ private struct Records {
 
     mutating func remove(nonce: String) {
         guard let signature = signatures.removeValue(forKey: nonce) else { return }
+        if let idempotency = signature.idempotency {
+            let key = IdempotencyKey(bundleId: signature.bundleId, key: idempotency.key)
+            if idempotencyKeys[key] == nonce { idempotencyKeys[key] = nil }
+        }
         adjust(signature, by: -1)
         if let customerKey = signature.customerKey {
             let customer = CustomerKey(bundleId: signature.bundleId, customerKey: customerKey)

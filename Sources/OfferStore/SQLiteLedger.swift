@@ -117,6 +117,15 @@ public final class SQLiteLedger: Ledger {
 
     private static func record(_ connection: Connection, _ pending: Pending) throws(LedgerError) -> LedgerOutcome {
         let signature = pending.signature
+        if let idempotency = signature.idempotency {
+            if let previous = try previousAnswer(
+                connection, bundleId: signature.bundleId, key: idempotency.key, validFrom: idempotency.validFrom)
+            {
+                return LedgerOutcome(recorded: false, usage: .none, previous: previous)
+            }
+            // A record under this key from before the window frees the key for this one.
+            try connection.run(Query.releaseIdempotencyKey, [.text(signature.bundleId), .text(idempotency.key)])
+        }
         var usage = OfferUsage.none
         if let admit = pending.admit {
             usage = try Self.usage(connection, signature.usageKey)
@@ -129,9 +138,32 @@ public final class SQLiteLedger: Ledger {
                 signature.customerKey.map(Connection.Value.text) ?? .null, .text(signature.nonce),
                 .text(signature.keyId), .text(signature.format), .integer(signature.issuedAt),
                 .text(signature.productId), signature.requestId.map(Connection.Value.text) ?? .null,
+                signature.idempotency.map { .text($0.key) } ?? .null,
+                signature.idempotency.map { .text($0.requestHash) } ?? .null,
+                signature.idempotency.map { .blob($0.answer) } ?? .null,
             ])
         try connection.run(Query.addToTotal, [.text(signature.bundleId), .text(signature.offerId)])
         return LedgerOutcome(recorded: true, usage: usage)
+    }
+
+    public func previousAnswer(
+        bundleId: String, idempotencyKey key: String, validFrom: Int64
+    ) throws(LedgerError) -> PreviousAnswer? {
+        try connection.withLock { (connection: inout Connection) throws(LedgerError) -> PreviousAnswer? in
+            try Self.previousAnswer(connection, bundleId: bundleId, key: key, validFrom: validFrom)
+        }
+    }
+
+    private static func previousAnswer(
+        _ connection: Connection, bundleId: String, key: String, validFrom: Int64
+    ) throws(LedgerError) -> PreviousAnswer? {
+        guard
+            let row = try connection.firstRowBytes(
+                Query.previousAnswer, [.text(bundleId), .text(key), .integer(validFrom)], columns: 3)
+        else { return nil }
+        return PreviousAnswer(
+            requestHash: String(decoding: row[0] ?? [], as: UTF8.self), answer: row[1] ?? [],
+            nonce: String(decoding: row[2] ?? [], as: UTF8.self))
     }
 
     public func signature(nonce: String) throws(LedgerError) -> IssuedSignature? {
@@ -192,8 +224,17 @@ public final class SQLiteLedger: Ledger {
 
         static let insertSignature = """
             INSERT INTO issued_signatures
-                (bundle_id, offer_id, customer_key, nonce, key_id, format, issued_at_ms, product_id, request_id)
-            VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)
+                (bundle_id, offer_id, customer_key, nonce, key_id, format, issued_at_ms, product_id, request_id,
+                 idempotency_key, request_hash, answer)
+            VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)
+            """
+        /// Index `issued_by_idempotency_key`.
+        static let previousAnswer = """
+            SELECT request_hash, answer, nonce FROM issued_signatures
+            WHERE bundle_id = ?1 AND idempotency_key = ?2 AND issued_at_ms >= ?3
+            """
+        static let releaseIdempotencyKey = """
+            UPDATE issued_signatures SET idempotency_key = NULL WHERE bundle_id = ?1 AND idempotency_key = ?2
             """
         static let selectSignature = """
             SELECT bundle_id, offer_id, customer_key, nonce, key_id, format, issued_at_ms, product_id, request_id

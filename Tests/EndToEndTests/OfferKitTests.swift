@@ -364,9 +364,41 @@ struct OfferKitTests {
             #expect(redirector.requestCount() == 2)
         }
     }
+
+    @Test(
+        "a lost answer is asked again under the same Idempotency-Key: the same signature, counted once, so a limit of one holds"
+    )
+    func lostAnswerRetried() async throws {
+        try await withService { deployment, server, _ in
+            // The proxy passes the first request to the service and then drops the connection unanswered.
+            let proxy = try Redirector(to: server.baseURL, mode: "drop-first")
+            defer { proxy.stop() }
+            let client = OfferClient(
+                baseURL: proxy.baseURL, bundleId: Deployment.bundleId,
+                options: OfferClient.Options(retryBaseDelay: 0.01, retryMaxDelay: 0.02))
+            let customer = try Self.customer(deployment, id: "2000000000000077")
+            let plan = try await client.promotionalOffer(
+                productId: Self.product, offerId: "once_only", customer: customer, format: .legacy)
+            #expect(Self.legacySignature(plan) != nil)
+            #expect(proxy.requestCount() == 2)
+            // One signature in the service's count, and the limit of one per customer still has its say.
+            let (data, _) = try await URLSession.shared.data(from: server.baseURL.appendingPathComponent("metrics"))
+            let metrics = String(decoding: data, as: UTF8.self)
+            #expect(
+                metrics.contains(
+                    "offer_signer_signatures_total{app=\"\(Deployment.bundleId)\",offer=\"once_only\","
+                        + "format=\"legacy\",key_id=\"\(deployment.keyId)\"} 1\n"), "\(metrics)")
+            await #expect(throws: OfferKitError.self) {
+                try await client.promotionalOffer(
+                    productId: Self.product, offerId: "once_only", customer: customer, format: .legacy)
+            }
+        }
+    }
 }
 
-/// A Python HTTP server on loopback that answers every POST with `307` to the same path on `target`.
+/// A Python HTTP server on loopback in front of `target`: `redirect` answers every POST with `307` to the same
+/// path on `target`; `drop-first` passes each request to `target` and answers with its response, except the
+/// first, whose connection it closes unanswered after `target` has answered (a lost answer).
 final class Redirector: @unchecked Sendable {
     // @unchecked Sendable: the properties are set once in init; the process is only stopped afterwards.
     let process = Process()
@@ -374,26 +406,45 @@ final class Redirector: @unchecked Sendable {
     private let log: URL
 
     static let script = """
-        import http.server, sys
-        target, log = sys.argv[1].rstrip("/"), sys.argv[2]
-        class Redirect(http.server.BaseHTTPRequestHandler):
+        import http.client, http.server, sys, urllib.parse
+        target, log, mode = urllib.parse.urlparse(sys.argv[1]), sys.argv[2], sys.argv[3]
+        class Proxy(http.server.BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
             def do_POST(self):
                 with open(log, "a") as f: f.write(self.path + "\\n")
-                self.send_response(307)
-                self.send_header("Location", target + self.path)
-                self.send_header("Content-Length", "0")
+                if mode == "redirect":
+                    self.send_response(307)
+                    self.send_header("Location", sys.argv[1].rstrip("/") + self.path)
+                    self.send_header("Content-Length", "0")
+                    self.end_headers()
+                    return
+                body = self.rfile.read(int(self.headers.get("Content-Length", "0")))
+                upstream = http.client.HTTPConnection(target.hostname, target.port, timeout=10)
+                headers = {k: v for k, v in self.headers.items() if k.lower() not in ("host", "connection")}
+                upstream.request("POST", self.path, body=body, headers=headers)
+                answer = upstream.getresponse()
+                data = answer.read()
+                with open(log) as f: first = len(f.read().splitlines()) == 1
+                if first:
+                    self.close_connection = True
+                    return
+                self.send_response(answer.status)
+                for k, v in answer.getheaders():
+                    if k.lower() not in ("connection", "content-length", "date", "server"): self.send_header(k, v)
+                self.send_header("Content-Length", str(len(data)))
                 self.end_headers()
+                self.wfile.write(data)
             def log_message(self, *args): pass
-        server = http.server.HTTPServer(("127.0.0.1", 0), Redirect)
+        server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Proxy)
         print(server.server_address[1], flush=True)
         server.serve_forever()
         """
 
-    init(to target: URL) throws {
+    init(to target: URL, mode: String = "redirect") throws {
         log = FileManager.default.temporaryDirectory.appendingPathComponent("redirector-\(UUID().uuidString).log")
         let output = Pipe()
         process.executableURL = URL(fileURLWithPath: "/usr/bin/python3")
-        process.arguments = ["-c", Self.script, target.absoluteString, log.path]
+        process.arguments = ["-c", Self.script, target.absoluteString, log.path, mode]
         process.standardOutput = output
         try process.run()
         var line = Data()

@@ -11,7 +11,6 @@ struct RetryPolicyTests {
         var options = OfferClient.Options()
         var retry = 0
         let outcome: RetryPolicy.Outcome
-        var exchange = RetryPolicy.Exchange.signature
         var jitter = 1.0
         let expected: TimeInterval?
 
@@ -61,25 +60,15 @@ struct RetryPolicyTests {
         Case(name: "429 even with Retry-After: none", outcome: .status(429, retryAfter: 1), expected: nil),
         Case(name: "400: none", outcome: .status(400, retryAfter: nil), expected: nil),
         Case(name: "404: none", outcome: .status(404, retryAfter: nil), expected: nil),
-        Case(name: "signing, cannot connect", outcome: transport(.cannotConnect), expected: 0.25),
-        Case(name: "signing, TLS", outcome: transport(.tls), expected: 0.25),
-        Case(name: "signing, offline", retry: 1, outcome: transport(.offline), expected: 0.5),
-        Case(name: "signing, timed out: none", outcome: transport(.timedOut), expected: nil),
-        Case(name: "signing, connection lost: none", outcome: transport(.connectionLost), expected: nil),
-        Case(name: "signing, cancelled: none", outcome: transport(.cancelled), expected: nil),
-        Case(name: "signing, other: none", outcome: transport(.other), expected: nil),
-        Case(name: "reading, cannot connect", outcome: transport(.cannotConnect), exchange: .readOnly, expected: 0.25),
-        Case(name: "reading, timed out", outcome: transport(.timedOut), exchange: .readOnly, expected: 0.25),
-        Case(
-            name: "reading, connection lost", retry: 1, outcome: transport(.connectionLost), exchange: .readOnly,
-            expected: 0.5),
-        Case(
-            name: "reading, timed out, third retry: none", retry: 2, outcome: transport(.timedOut),
-            exchange: .readOnly, expected: nil),
-        Case(name: "reading, cancelled: none", outcome: transport(.cancelled), exchange: .readOnly, expected: nil),
-        Case(name: "reading, other: none", outcome: transport(.other), exchange: .readOnly, expected: nil),
-        Case(name: "reading, 503", outcome: unavailable, exchange: .readOnly, expected: 0.25),
-        Case(name: "reading, 400: none", outcome: .status(400, retryAfter: nil), exchange: .readOnly, expected: nil),
+        Case(name: "cannot connect", outcome: transport(.cannotConnect), expected: 0.25),
+        Case(name: "TLS", outcome: transport(.tls), expected: 0.25),
+        Case(name: "offline, second retry", retry: 1, outcome: transport(.offline), expected: 0.5),
+        Case(name: "timed out", outcome: transport(.timedOut), expected: 0.25),
+        Case(name: "connection lost, second retry", retry: 1, outcome: transport(.connectionLost), expected: 0.5),
+        Case(name: "timed out, third retry: none", retry: 2, outcome: transport(.timedOut), expected: nil),
+        Case(name: "cancelled: none", outcome: transport(.cancelled), expected: nil),
+        Case(name: "bad URL: none", outcome: transport(.badURL), expected: nil),
+        Case(name: "other: none", outcome: transport(.other), expected: nil),
         Case(
             name: "maxRetries 5 stops at the ceiling", options: OfferClient.Options(maxRetries: 5), retry: 2,
             outcome: unavailable, expected: nil),
@@ -95,8 +84,7 @@ struct RetryPolicyTests {
     func delay(test: Case) {
         let policy = RetryPolicy(options: test.options)
         #expect(
-            policy.delay(before: test.retry, after: test.outcome, exchange: test.exchange, jitter: test.jitter)
-                == test.expected)
+            policy.delay(before: test.retry, after: test.outcome, jitter: test.jitter) == test.expected)
     }
 
     @Test("options become a policy with at most 2 retries and no negative delay")

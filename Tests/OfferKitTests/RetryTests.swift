@@ -88,7 +88,7 @@ struct RetryTests {
     }
 
     @Test(
-        "a timeout or a lost connection is tried again only on the eligibility route",
+        "a timeout or a lost connection is tried again on every route, under the same Idempotency-Key",
         arguments: [(URLError.Code.timedOut, TransportError.Kind.timedOut), (.networkConnectionLost, .connectionLost)],
         Route.allCases)
     func failureAfterSending(failure: (code: URLError.Code, kind: TransportError.Kind), route: Route) async {
@@ -99,20 +99,22 @@ struct RetryTests {
             return
         }
         #expect(transport.kind == failure.kind)
-        #expect(stub.requests.count == (route.signs ? 1 : 3))
-        #expect(stub.sleeps.count == (route.signs ? 0 : 2))
+        #expect(stub.requests.count == 3)
+        #expect(stub.sleeps.count == 2)
+        let keys = Set(stub.requests.map { $0.header("Idempotency-Key") })
+        #expect(keys.count == 1 && keys.first! != nil)
     }
 
-    @Test("a timeout then a 200 succeeds on the eligibility route")
-    func eligibilityTimeoutThenSuccess() async throws {
-        let stub = StubService(.failure(.timedOut), Sample.eligibilityAnswer)
-        try await Route.eligibility.call(stub.client())
+    @Test("a timeout then a 200 succeeds, on every route", arguments: Route.allCases)
+    func timeoutThenSuccess(route: Route) async throws {
+        let stub = StubService(.failure(.timedOut), route.success)
+        try await route.call(stub.client())
         #expect(stub.requests.count == 2)
     }
 
     @Test(
         "other transport failures are never tried again",
-        arguments: [URLError.Code.badServerResponse, .cancelled, .userAuthenticationRequired], Route.allCases)
+        arguments: [URLError.Code.cannotDecodeRawData, .cancelled, .userAuthenticationRequired], Route.allCases)
     func otherFailure(code: URLError.Code, route: Route) async {
         let stub = StubService(.failure(code), route.success)
         await #expect(throws: OfferKitError.self) { try await route.call(stub.client()) }

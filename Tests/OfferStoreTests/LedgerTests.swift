@@ -249,6 +249,48 @@ struct LedgerTests {
     }
 
     @Test(
+        "twenty records under one Idempotency-Key at once: one is recorded, the others get its answer",
+        arguments: Kind.allCases)
+    func idempotency(kind: Kind) throws {
+        let ledger = try make(kind)
+        let outcomes = Mutex<[LedgerOutcome]>([])
+        let done = DispatchGroup()
+        for index in 0..<20 {
+            var signature = Self.signature("a", nonce: "n-\(index)")
+            signature.idempotency = .init(
+                key: "key-1", requestHash: "h1", answer: Array("answer \(index)".utf8), validFrom: Self.now - 1000)
+            done.enter()
+            ledger.record(signature, admit: nil) { result in
+                if case .success(let outcome) = result { outcomes.withLock { $0.append(outcome) } }
+                done.leave()
+            }
+        }
+        done.wait()
+        let all = outcomes.withLock { $0 }
+        #expect(all.count == 20)
+        #expect(all.filter(\.recorded).count == 1)
+        let previous = Set(all.compactMap(\.previous))
+        #expect(previous.count == 1)
+        let answer = try #require(previous.first)
+        #expect(
+            try ledger.previousAnswer(bundleId: "com.example", idempotencyKey: "key-1", validFrom: Self.now - 1000)
+                == answer)
+        #expect(try ledger.signature(nonce: answer.nonce) != nil)
+        #expect(try ledger.usage(Self.key("a")).customerSignatures == 1)
+        // Another app's same key is another key; a window that starts after the record sees nothing.
+        #expect(try ledger.previousAnswer(bundleId: "com.other", idempotencyKey: "key-1", validFrom: 0) == nil)
+        #expect(
+            try ledger.previousAnswer(bundleId: "com.example", idempotencyKey: "key-1", validFrom: Self.now + 1) == nil)
+        // After the window the key is free again: a new record takes it.
+        var later = Self.signature("a", nonce: "n-later", at: Self.now + 10)
+        later.idempotency = .init(key: "key-1", requestHash: "h2", answer: [1], validFrom: Self.now + 1)
+        #expect(try ledger.record(later, admit: nil).recorded)
+        #expect(
+            try ledger.previousAnswer(bundleId: "com.example", idempotencyKey: "key-1", validFrom: Self.now + 1)?.nonce
+                == "n-later")
+    }
+
+    @Test(
         "records sent together all complete, counted exactly, each admitted on the ones before",
         arguments: Kind.allCases)
     func together(kind: Kind) throws {

@@ -53,4 +53,10 @@ public struct OfferError: Error, Sendable, Equatable, CustomStringConvertible {
         .storageUnavailable, "the ledger of issued signatures is unavailable; retry later")
 
     public static let internalError = OfferError(.internalError, "the server failed to handle the request")
+
+    /// The `Idempotency-Key` already named another request; a new request needs a new key.
+    public static let idempotencyKeyReused = OfferError(
+        .idempotencyKeyReused,
+        "this Idempotency-Key was used for another request body or route; send a new key for a new request",
+        field: "Idempotency-Key")
 }

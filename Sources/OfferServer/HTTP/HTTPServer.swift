@@ -21,7 +21,7 @@ public struct HTTPServerLimits: Sendable {
     /// Whether handlers see the peer's address (only the rate limiter needs it).
     public var recordsClientAddress = false
     /// Request headers handlers see: `X-Request-Id`, and for example a proxy's client address header.
-    public var forwardedHeaders: [String] = ["X-Request-Id"]
+    public var forwardedHeaders: [String] = ["X-Request-Id", "Idempotency-Key"]
 
     public init() {}
 }

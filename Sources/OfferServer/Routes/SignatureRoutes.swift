@@ -1,5 +1,6 @@
 import OfferAPI
 import OfferCore
+import OfferCrypto
 import OfferStore
 
 /// `POST /v1/signatures/promotional-offer` and `POST /v1/signatures/introductory-offer-eligibility`: decide
@@ -21,6 +22,12 @@ struct SignatureRoutes {
         do {
             let body = try PromotionalOfferRequest.decode(request.body)
             context.recordSubject(bundleId: body.bundleId, offerId: body.offerId)
+            let idempotency = try Idempotency(
+                request, route: "promotional-offer", body: body.jsonBytes, now: context.now)
+            if let previous = try previousAnswer(idempotency, bundleId: body.bundleId, context) {
+                respond(repeated(previous, idempotency, offerId: body.offerId, context))
+                return
+            }
             // The limits are left to the ledger's atomic count-and-record below: two requests can never both take
             // the last signature.
             let verdict = try context.snapshot.eligibility.promotionalOffer(
@@ -63,12 +70,14 @@ struct SignatureRoutes {
                 throw OfferError.internalError
             }
             let customerKey = verdict.customer?.facts.customerKey
+            let answerBody = reply.jsonBytes
             let signature = IssuedSignature(
                 bundleId: app.bundleId, offerId: verdict.offer.id, productId: body.productId,
                 customerKey: customerKey, nonce: nonce, keyId: key.keyId, format: body.format.rawValue,
-                issuedAt: context.now, requestId: context.requestId)
+                issuedAt: context.now, requestId: context.requestId,
+                idempotency: idempotency?.recorded(answer: answerBody))
             let limits = verdict.offer.limits
-            let answer = HTTPResponse.ok(reply.jsonBytes)
+            let answer = HTTPResponse.ok(answerBody)
             record(
                 signature, context, respond,
                 admit: { usage in
@@ -100,6 +109,12 @@ struct SignatureRoutes {
         do {
             let body = try IntroductoryOfferEligibilityRequest.decode(request.body)
             context.recordSubject(bundleId: body.bundleId, offerId: body.offerId)
+            let idempotency = try Idempotency(
+                request, route: "introductory-offer-eligibility", body: body.jsonBytes, now: context.now)
+            if let previous = try previousAnswer(idempotency, bundleId: body.bundleId, context) {
+                respond(repeated(previous, idempotency, offerId: body.offerId ?? "", context))
+                return
+            }
             let verdict = try context.snapshot.eligibility.introductoryOffer(
                 bundleId: body.bundleId, productId: body.productId, offerId: body.offerId,
                 signedData: body.signedData, now: context.now)
@@ -123,12 +138,17 @@ struct SignatureRoutes {
             let reply = IntroductoryOfferEligibilitySignature(
                 keyId: key.keyId, compactJWS: jws, nonce: nonce, issuedAt: issuedAt, allowIntroductoryOffer: allow,
                 offerId: verdict.offer.id, reasons: reasons)
+            let answerBody = reply.jsonBytes
             let signature = IssuedSignature(
                 bundleId: verdict.app.bundleId, offerId: verdict.offer.id, productId: body.productId,
                 customerKey: verdict.customer?.facts.customerKey, nonce: nonce, keyId: key.keyId,
-                format: "introductory", issuedAt: context.now, requestId: context.requestId)
-            let answer = HTTPResponse.ok(reply.jsonBytes)
-            record(signature, context, respond, admit: nil) { _ in
+                format: "introductory", issuedAt: context.now, requestId: context.requestId,
+                idempotency: idempotency?.recorded(answer: answerBody))
+            let answer = HTTPResponse.ok(answerBody)
+            record(signature, context, respond, admit: nil) { outcome in
+                if let previous = outcome.previous {
+                    return repeated(previous, idempotency, offerId: verdict.offer.id, context)
+                }
                 context.recordDecision(allow ? "allowed" : "denied", offer: verdict.offer.id, reasons: reasons)
                 context.record { $0.signature = ("introductory", key.keyId) }
                 return .success(answer)
@@ -160,5 +180,60 @@ struct SignatureRoutes {
                 respond(.failure(OfferError.storageUnavailable))
             }
         }
+    }
+
+    /// The answer an earlier request under the same `Idempotency-Key` got, when there is a ledger to keep it.
+    private func previousAnswer(
+        _ idempotency: Idempotency?, bundleId: String, _ context: RequestContext
+    ) throws(OfferError) -> PreviousAnswer? {
+        guard let idempotency, let ledger else { return nil }
+        do {
+            return try ledger.previousAnswer(
+                bundleId: bundleId, idempotencyKey: idempotency.key, validFrom: idempotency.validFrom)
+        } catch {
+            context.log.error("ledger failure", [("error", error.description)])
+            throw OfferError.storageUnavailable
+        }
+    }
+
+    /// The same signature again for the same request; 422 for another request under the same key.
+    private func repeated(
+        _ previous: PreviousAnswer, _ idempotency: Idempotency?, offerId: String, _ context: RequestContext
+    ) -> Result<HTTPResponse, any Error> {
+        guard previous.requestHash == idempotency?.requestHash else {
+            return .failure(OfferError.idempotencyKeyReused)
+        }
+        context.recordDecision("repeated", offer: offerId, reasons: [])
+        return .success(.ok(previous.answer))
+    }
+}
+
+/// A request's `Idempotency-Key` (`nil` without the header): a repeat of the same request under the same key within
+/// `window` gets the same signature again, counted and recorded once; another request under it gets 422. Needs a
+/// ledger: without one the header is accepted and has no effect.
+struct Idempotency: Sendable {
+    /// How long a key names its request: Apple's lifetime of a signature.
+    static let window: Int64 = 24 * 60 * 60 * 1000
+
+    let key: String
+    /// SHA-256 of the route and the body as the service reads it (so formatting differences do not matter).
+    let requestHash: String
+    let validFrom: Int64
+
+    /// Reads the header: 1 to 255 visible ASCII characters, else 400 naming it.
+    init?(_ request: HTTPRequest, route: String, body: [UInt8], now: Int64) throws(OfferError) {
+        guard let key = request.headers["idempotency-key"] else { return nil }
+        guard (1...255).contains(key.utf8.count), key.utf8.allSatisfy({ (0x21...0x7E).contains($0) }) else {
+            throw OfferError.invalidRequest(
+                "header \"Idempotency-Key\" must be 1 to 255 visible ASCII characters", field: "Idempotency-Key")
+        }
+        self.key = key
+        requestHash = Hex.encode(SHA256.hash(Array(route.utf8) + [0x0A] + body))
+        validFrom = now - Self.window
+    }
+
+    /// What the ledger keeps with the signature answered `answer`.
+    func recorded(answer: [UInt8]) -> IssuedSignature.Idempotency {
+        IssuedSignature.Idempotency(key: key, requestHash: requestHash, answer: answer, validFrom: validFrom)
     }
 }

@@ -8,7 +8,8 @@ public enum ErrorMapping {
     /// The HTTP status of each domain error code; a code missing here is a 500.
     static let statuses: [ErrorCode: Int] = [
         .invalidRequest: 400, .untrustedSignedData: 400, .wrongOfferType: 400, .productNotCovered: 400,
-        .notEligible: 403, .unknownApp: 404, .unknownOffer: 404, .storageUnavailable: 503, .internalError: 500,
+        .notEligible: 403, .unknownApp: 404, .unknownOffer: 404, .idempotencyKeyReused: 422,
+        .storageUnavailable: 503, .internalError: 500,
     ]
 
     /// The HTTP status of a domain error code (500 when unmapped).
