@@ -32,6 +32,13 @@ public protocol Ledger: UsageCounts {
     /// The recorded signature with `nonce` (without its `idempotency` part), or `nil`: how a returned signature
     /// is found in the ledger.
     func signature(nonce: String) throws(LedgerError) -> IssuedSignature?
+    /// The signatures recorded per offer since the ledger began: kept through `forget` and any future purge.
+    func offerTotals() throws(LedgerError) -> [OfferTotal]
+    /// A customer's recorded signatures, oldest first (without their `idempotency` part).
+    func history(customerKey: String) throws(LedgerError) -> [IssuedSignature]
+    /// Erases every record of a customer (signatures, redemptions) and returns how many there were. The
+    /// per-offer totals stay, anonymous, so a budget's count does not change.
+    func forget(customerKey: String) throws(LedgerError) -> Int
     /// Removes a recorded signature that could not be made after all (by nonce); an unknown nonce is no error.
     func release(nonce: String) throws(LedgerError)
     /// The store answers (for `/readyz`).
@@ -55,6 +62,20 @@ extension Ledger {
         }
         done.wait()
         return try result.withLock { $0! }.get()
+    }
+}
+
+/// One offer's count of signatures in the ledger.
+public struct OfferTotal: Sendable, Hashable {
+    public var bundleId: String
+    public var offerId: String
+    /// Signatures recorded since the ledger began (forgotten customers' included).
+    public var issued: Int
+
+    public init(bundleId: String, offerId: String, issued: Int) {
+        self.bundleId = bundleId
+        self.offerId = offerId
+        self.issued = issued
     }
 }
 

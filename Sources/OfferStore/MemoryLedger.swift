@@ -52,6 +52,29 @@ public final class MemoryLedger: Ledger {
         }
     }
 
+    public func offerTotals() throws(LedgerError) -> [OfferTotal] {
+        records.withLock { records in
+            records.totals.map { OfferTotal(bundleId: $0.key.bundleId, offerId: $0.key.offerId, issued: $0.value) }
+                .sorted { ($0.bundleId, $0.offerId) < ($1.bundleId, $1.offerId) }
+        }
+    }
+
+    public func history(customerKey: String) throws(LedgerError) -> [IssuedSignature] {
+        records.withLock { records in
+            records.signatures.values.filter { $0.customerKey == customerKey }
+                .map { signature in
+                    var signature = signature
+                    signature.idempotency = nil
+                    return signature
+                }
+                .sorted { ($0.issuedAt, $0.nonce) < ($1.issuedAt, $1.nonce) }
+        }
+    }
+
+    public func forget(customerKey: String) throws(LedgerError) -> Int {
+        records.withLock { $0.forget(customerKey: customerKey) }
+    }
+
     public func release(nonce: String) throws(LedgerError) {
         records.withLock { $0.remove(nonce: nonce) }
     }
@@ -82,6 +105,8 @@ private struct Records {
     }
 
     var signatures: [String: IssuedSignature] = [:]
+    /// Signatures recorded per offer since the start, kept when a customer is forgotten.
+    var totals: [OfferKey: Int] = [:]
     /// The live record of each app's `Idempotency-Key`, by nonce.
     var idempotencyKeys: [IdempotencyKey: String] = [:]
     var offerSignatures: [OfferKey: Int] = [:]
@@ -118,6 +143,7 @@ private struct Records {
             throw LedgerError("a signature with this nonce is already recorded")
         }
         signatures[signature.nonce] = signature
+        totals[OfferKey(bundleId: signature.bundleId, offerId: signature.offerId), default: 0] += 1
         if let idempotency = signature.idempotency {
             idempotencyKeys[IdempotencyKey(bundleId: signature.bundleId, key: idempotency.key)] = signature.nonce
         }
@@ -128,8 +154,28 @@ private struct Records {
         }
     }
 
+    /// Erases the customer's records; the totals and the offer-wide counts stay.
+    mutating func forget(customerKey: String) -> Int {
+        let nonces = signatures.values.filter { $0.customerKey == customerKey }.map(\.nonce)
+        for nonce in nonces {
+            guard let signature = signatures.removeValue(forKey: nonce) else { continue }
+            if let idempotency = signature.idempotency {
+                let key = IdempotencyKey(bundleId: signature.bundleId, key: idempotency.key)
+                if idempotencyKeys[key] == nonce { idempotencyKeys[key] = nil }
+            }
+        }
+        var redemptions = 0
+        for key in customerSignatures.keys where key.customerKey == customerKey { customerSignatures[key] = nil }
+        for key in customerRedemptions.keys where key.customerKey == customerKey {
+            redemptions += customerRedemptions.removeValue(forKey: key) ?? 0
+        }
+        for key in customerIssueTimes.keys where key.customerKey == customerKey { customerIssueTimes[key] = nil }
+        return nonces.count + redemptions
+    }
+
     mutating func remove(nonce: String) {
         guard let signature = signatures.removeValue(forKey: nonce) else { return }
+        totals[OfferKey(bundleId: signature.bundleId, offerId: signature.offerId), default: 0] -= 1
         if let idempotency = signature.idempotency {
             let key = IdempotencyKey(bundleId: signature.bundleId, key: idempotency.key)
             if idempotencyKeys[key] == nonce { idempotencyKeys[key] = nil }

@@ -168,13 +168,42 @@ public final class SQLiteLedger: Ledger {
 
     public func signature(nonce: String) throws(LedgerError) -> IssuedSignature? {
         try connection.withLock { (connection: inout Connection) throws(LedgerError) -> IssuedSignature? in
-            let rows = try connection.rows(Query.selectSignature, [.text(nonce)], columns: 9)
-            guard let row = rows.first else { return nil }
-            return IssuedSignature(
-                bundleId: row[0] ?? "", offerId: row[1] ?? "", productId: row[7] ?? "", customerKey: row[2],
-                nonce: row[3] ?? "", keyId: row[4] ?? "", format: row[5] ?? "", issuedAt: Int64(row[6] ?? "") ?? 0,
-                requestId: row[8])
+            try connection.rows(Query.selectSignature, [.text(nonce)], columns: 9).first.map(Self.signature)
         }
+    }
+
+    public func offerTotals() throws(LedgerError) -> [OfferTotal] {
+        try connection.withLock { (connection: inout Connection) throws(LedgerError) -> [OfferTotal] in
+            try connection.rows(Query.offerTotals, [], columns: 3).map { row in
+                OfferTotal(bundleId: row[0] ?? "", offerId: row[1] ?? "", issued: Int(row[2] ?? "") ?? 0)
+            }
+        }
+    }
+
+    public func history(customerKey: String) throws(LedgerError) -> [IssuedSignature] {
+        try connection.withLock { (connection: inout Connection) throws(LedgerError) -> [IssuedSignature] in
+            try connection.rows(Query.customerHistory, [.text(customerKey)], columns: 9).map(Self.signature)
+        }
+    }
+
+    public func forget(customerKey: String) throws(LedgerError) -> Int {
+        try connection.withLock { (connection: inout Connection) throws(LedgerError) -> Int in
+            try connection.transaction { () throws(LedgerError) -> Int in
+                let signatures = try connection.scalar(Query.countCustomerSignatures, [.text(customerKey)])
+                let redemptions = try connection.scalar(Query.countCustomerRedemptions, [.text(customerKey)])
+                try connection.run(Query.forgetSignatures, [.text(customerKey)])
+                try connection.run(Query.forgetRedemptions, [.text(customerKey)])
+                return Int(signatures + redemptions)
+            }
+        }
+    }
+
+    /// A row of `selectSignature`'s columns.
+    private static func signature(_ row: [String?]) -> IssuedSignature {
+        IssuedSignature(
+            bundleId: row[0] ?? "", offerId: row[1] ?? "", productId: row[7] ?? "", customerKey: row[2],
+            nonce: row[3] ?? "", keyId: row[4] ?? "", format: row[5] ?? "", issuedAt: Int64(row[6] ?? "") ?? 0,
+            requestId: row[8])
     }
 
     public func release(nonce: String) throws(LedgerError) {
@@ -240,6 +269,17 @@ public final class SQLiteLedger: Ledger {
             SELECT bundle_id, offer_id, customer_key, nonce, key_id, format, issued_at_ms, product_id, request_id
             FROM issued_signatures WHERE nonce = ?1
             """
+        static let offerTotals = "SELECT bundle_id, offer_id, issued FROM offer_totals ORDER BY bundle_id, offer_id"
+        /// Index `issued_by_customer_time` (its leading column is the app, so this one scans the customer's rows
+        /// through `customer_key` alone: an operator's lookup, not a request's).
+        static let customerHistory = """
+            SELECT bundle_id, offer_id, customer_key, nonce, key_id, format, issued_at_ms, product_id, request_id
+            FROM issued_signatures WHERE customer_key = ?1 ORDER BY issued_at_ms, id
+            """
+        static let countCustomerSignatures = "SELECT count(*) FROM issued_signatures WHERE customer_key = ?1"
+        static let countCustomerRedemptions = "SELECT count(*) FROM redemptions WHERE customer_key = ?1"
+        static let forgetSignatures = "DELETE FROM issued_signatures WHERE customer_key = ?1"
+        static let forgetRedemptions = "DELETE FROM redemptions WHERE customer_key = ?1"
         static let addToTotal = """
             INSERT INTO offer_totals (bundle_id, offer_id, issued) VALUES (?1, ?2, 1)
             ON CONFLICT (bundle_id, offer_id) DO UPDATE SET issued = issued + 1

@@ -44,6 +44,10 @@ enum CommandLineTool {
                 return try command(arguments.dropFirst(2), help: Help.sign) { try SignCommand.run(kind, $0) }
             case ("explain", _):
                 return try command(arguments.dropFirst(), help: Help.explain, run: ExplainCommand.run)
+            case ("ledger", let subcommand):
+                return try command(arguments.dropFirst(2), help: Help.ledger) {
+                    try LedgerCommand.run(subcommand, $0)
+                }
             case ("testkit", let kind):
                 return try command(arguments.dropFirst(2), help: Help.testkit) { try TestKitCommand.run(kind, $0) }
             default:
@@ -62,12 +66,15 @@ enum CommandLineTool {
     }
 
     /// The words `offer-signer` takes first, and the subcommands of each group with the group's usage.
-    private static let commands = ["serve", "reload", "config", "keys", "sign", "explain", "testkit", "help"]
+    private static let commands = [
+        "serve", "reload", "config", "keys", "sign", "explain", "ledger", "testkit", "help",
+    ]
     private static let groups: [String: (subcommands: [String], help: String)] = [
         "config": (["check"], Help.configCheck),
         "keys": (["generate", "import-storekit"], Help.keysGenerate + "\n" + Help.keysImportStoreKit),
         "sign": (["promotional-offer", "introductory-offer-eligibility", "legacy"], Help.sign),
         "testkit": (["ca", "sign"], Help.testkit),
+        "ledger": (["stats", "customer", "forget"], Help.ledger),
     ]
 
     /// A word that names no command (or no subcommand of `group`): says which, suggests the closest known one,

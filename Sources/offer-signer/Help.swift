@@ -19,6 +19,9 @@ enum Help {
                                      sign one introductory offer eligibility JWS offline
           sign legacy                sign one legacy (iOS 12.2 to 26) promotional offer signature offline
           explain                    show every rule of an offer evaluated against signed data
+          ledger stats               signatures issued per offer, and what remains of limited offers
+          ledger customer KEY        one customer's recorded signatures
+          ledger forget KEY          erase one customer's records (per-offer totals are kept)
           testkit                    make test certificates and Apple-like signed data for integration tests
 
         Run `offer-signer <command> --help` for a command's options. `offer-signer --version` prints the version.
@@ -116,6 +119,19 @@ enum Help {
         --at evaluates at another time (default now). Exit status 0 when eligible (or a listing), 3 when not
         eligible, 1 when the service would answer an error (such as untrusted signed data), 2 on a usage
         mistake (such as an offer ID several apps share, without --bundle-id).
+        """
+
+    static let ledger = """
+        Usage: offer-signer ledger stats --config FILE
+               offer-signer ledger customer KEY --config FILE
+               offer-signer ledger forget KEY --config FILE
+
+        Reads the ledger of the configuration's `storage` (a SQLite file; safe while the service runs).
+        `stats` prints each configured offer's signatures issued and, for limited offers, what remains of the
+        total. `customer` prints one customer's signatures, oldest first (time, app, offer, product, form, key,
+        nonce, request ID). `forget` erases one customer's records, for a data deletion request; the per-offer
+        totals stay, anonymous, so budgets keep counting them. KEY is the customer key the service uses: the
+        verified originalTransactionId, else the appTransactionId.
         """
 
     static let testkit = """

@@ -249,6 +249,32 @@ struct LedgerTests {
     }
 
     @Test(
+        "totals per offer, one customer's history, and forget: the customer's records go, the totals stay",
+        arguments: Kind.allCases)
+    func forget(kind: Kind) throws {
+        let ledger = try make(kind)
+        let limits = OfferLimits(perCustomer: 1, total: 10)
+        #expect(try Self.reserve(Self.signature("a", nonce: "a1", at: Self.now), limits, in: ledger))
+        try Self.add(Self.signature("a", offer: "o2", nonce: "a2", at: Self.now + 1), to: ledger)
+        try Self.add(Self.signature("b", nonce: "b1"), to: ledger)
+        #expect(
+            try ledger.offerTotals() == [
+                OfferTotal(bundleId: "com.example", offerId: "o1", issued: 2),
+                OfferTotal(bundleId: "com.example", offerId: "o2", issued: 1),
+            ])
+        #expect(try ledger.history(customerKey: "a").map(\.nonce) == ["a1", "a2"])
+        #expect(try ledger.history(customerKey: "a").first == Self.signature("a", nonce: "a1", at: Self.now))
+        #expect(try ledger.forget(customerKey: "a") == 2)
+        #expect(try ledger.history(customerKey: "a").isEmpty)
+        #expect(try ledger.signature(nonce: "a1") == nil)
+        #expect(try ledger.history(customerKey: "b").map(\.nonce) == ["b1"])
+        #expect(try ledger.offerTotals().map(\.issued) == [2, 1])
+        // The offer's count keeps the forgotten signature; the customer's own count starts again.
+        #expect(try ledger.usage(Self.key("a")) == OfferUsage(offerReservations: 2))
+        #expect(try ledger.forget(customerKey: "nobody") == 0)
+    }
+
+    @Test(
         "twenty records under one Idempotency-Key at once: one is recorded, the others get its answer",
         arguments: Kind.allCases)
     func idempotency(kind: Kind) throws {
