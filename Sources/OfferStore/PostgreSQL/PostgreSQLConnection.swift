@@ -209,7 +209,8 @@ final class PostgreSQLConnection: @unchecked Sendable {
         _ result: OpaquePointer?, _ what: String, _ read: (OpaquePointer) -> Value
     ) throws(LedgerError) -> Value {
         defer { if let result { PQclear(result) } }
-        guard let result, [PGRES_COMMAND_OK, PGRES_TUPLES_OK].contains(PQresultStatus(result)) else {
+        let status = result.map(PQresultStatus)
+        guard let result, status == PGRES_COMMAND_OK || status == PGRES_TUPLES_OK else {
             let field = { (code: Int32) in
                 result.flatMap { PQresultErrorField($0, code) }.map { String(cString: $0) }
             }
