@@ -71,15 +71,16 @@ start() {
     [ -z "$(ls -A "$dir")" ] || fail "$dir is not empty: give a new or empty folder"
     touch "$dir/$marker"
     if [ "$(id -u)" = 0 ]; then
-        id postgres >/dev/null 2>&1 || fail "no 'postgres' OS user: run 'make deps' (installs Debian's postgresql)"
+        id postgres >/dev/null 2>&1 ||
+            abandon "$dir" "no 'postgres' OS user: run 'make deps' (installs Debian's postgresql)"
         chown -R postgres: "$dir"
         as_owner test -x "$dir" ||
-            fail "the postgres user cannot enter $dir (a parent folder is closed to it): use a folder under /tmp"
+            abandon "$dir" "the postgres user cannot enter $dir (a parent folder is closed to it): use one under /tmp"
     fi
     as_owner "$bin/initdb" --pgdata="$dir/data" --username=postgres --auth=trust --encoding=UTF8 --locale=C.UTF-8 \
         >"$dir/initdb.log" 2>&1 || {
         cat "$dir/initdb.log" >&2
-        fail "initdb failed"
+        abandon "$dir" "initdb failed"
     }
     # First match wins: the superuser without a password, every other role with one.
     as_owner tee "$dir/data/pg_hba.conf" >/dev/null <<'EOF'
@@ -103,8 +104,13 @@ EOF
         grep -q "could not bind\|Address already in use" "$dir/log" 2>/dev/null || break
     done
     cat "$dir/log" >&2 2>/dev/null || true
-    stop "$dir"
-    fail "the server did not start (its log is above)"
+    abandon "$dir" "the server did not start (its log is above)"
+}
+
+# Removes a cluster that could not be started, then fails.
+abandon() {
+    stop "$1"
+    fail "$2"
 }
 
 # Stops the cluster in DIR when process OWNER ends; detached, so it outlives this script.
