@@ -54,41 +54,9 @@ struct PostgreSQLConfigurationTests {
                 == "the PostgreSQL DSN has a password and a password file is given too: keep only the password file")
     }
 
-    /// A role that must log in with a SCRAM password over loopback, dropped at the end.
-    final class PasswordRole: Sendable {
-        let name = "offer_signer_role_" + PostgreSQLTestSchema.randomWord()
-        let password = "Pw" + PostgreSQLTestSchema.randomWord()
-        let schema: PostgreSQLTestSchema
-        let scratch: ScratchFolder
-
-        init() throws {
-            schema = try PostgreSQLTestSchema()
-            scratch = try ScratchFolder()
-            // Identifiers and passwords cannot be bound in CREATE ROLE; both are made here of [a-zA-Z0-9_].
-            try schema.superuser().run("CREATE ROLE \(name) LOGIN PASSWORD '\(password)'")
-        }
-
-        deinit {
-            let name = name
-            let schema = schema
-            try? schema.superuser().run("DROP ROLE IF EXISTS \(name)")
-        }
-
-        func passwordFile(_ contents: String, mode: Int = 0o600) throws -> String {
-            let path = scratch.file("password-\(PostgreSQLTestSchema.randomWord())")
-            try contents.write(toFile: path, atomically: false, encoding: .utf8)
-            try FileManager.default.setAttributes([.posixPermissions: mode], ofItemAtPath: path)
-            return path
-        }
-
-        func whoAmI(_ connection: PostgreSQLConnection) throws -> [[String?]] {
-            try connection.rows(PostgreSQLStatement("who", "SELECT current_user::text"))
-        }
-    }
-
     @Test("the password comes from a password file, trimmed, and is read at each connection")
     func passwordFile() throws {
-        let role = try PasswordRole()
+        let role = try PostgreSQLTestRole()
         let file = try role.passwordFile("  \(role.password)\n")
         let configuration = try role.schema.configuration(["user": role.name], passwordFile: file)
         #expect(try role.whoAmI(PostgreSQLConnection(configuration)) == [[role.name]])
@@ -102,7 +70,7 @@ struct PostgreSQLConfigurationTests {
 
     @Test("a wrong password in the DSN is not in the error")
     func wrongPasswordInDSN() throws {
-        let role = try PasswordRole()
+        let role = try PostgreSQLTestRole()
         let wrong = "Wrong" + PostgreSQLTestSchema.randomWord()
         let configuration = try role.schema.configuration(["user": role.name, "password": wrong])
         let error = #expect(throws: LedgerError.self) { try PostgreSQLConnection(configuration) }
@@ -110,14 +78,14 @@ struct PostgreSQLConfigurationTests {
         #expect(error?.description.contains("password authentication failed") == true)
         #expect(error?.description.contains(wrong) == false)
         #expect(!configuration.description.contains(wrong))
-        let right = try role.schema.configuration(["user": role.name, "password": role.password])
+        let right = try role.configuration()
         #expect(try role.whoAmI(PostgreSQLConnection(right)) == [[role.name]])
         #expect(!right.redacted.contains(role.password))
     }
 
     @Test("libpq's password file (PGPASSFILE's format) is honoured through the passfile parameter")
     func libpqPassfile() throws {
-        let role = try PasswordRole()
+        let role = try PostgreSQLTestRole()
         let passfile = try role.passwordFile("*:*:*:\(role.name):\(role.password)\n")
         let configuration = try role.schema.configuration(["user": role.name, "passfile": passfile])
         #expect(try role.whoAmI(PostgreSQLConnection(configuration)) == [[role.name]])
@@ -125,7 +93,7 @@ struct PostgreSQLConfigurationTests {
 
     @Test("a password file others can read, a missing one and an empty one are refused, naming the file")
     func passwordFileChecks() throws {
-        let role = try PasswordRole()
+        let role = try PostgreSQLTestRole()
         let open = try role.passwordFile(role.password, mode: 0o644)
         let configuration = try role.schema.configuration(["user": role.name], passwordFile: open)
         let error = #expect(throws: LedgerError.self) { try PostgreSQLConnection(configuration) }

@@ -106,6 +106,26 @@ struct PostgreSQLMigratorTests {
         #expect(try PostgreSQLMigrator.migrate(pool, migrations: Array(Self.migrations.prefix(2))) == 2)
     }
 
+    @Test("a role that may not create tables starts an up-to-date database, and a migration needs that right")
+    func limitedRole() throws {
+        try PostgreSQLMigrator.migrate(pool(), migrations: Self.migrations)
+        let role = try PostgreSQLTestRole(in: schema)
+        let superuser = try schema.superuser()
+        try superuser.run("GRANT USAGE ON SCHEMA \(schema.name) TO \(role.name)")
+        try superuser.run("GRANT SELECT ON schema_version TO \(role.name)")
+        let limited = try PostgreSQLPool(role.configuration(), size: 1)
+        #expect(try PostgreSQLMigrator.migrate(limited, migrations: Self.migrations) == 5)
+        let sixth = Migration(version: 6, ["CREATE TABLE sixth (id integer)"])
+        let error = #expect(throws: LedgerError.self) {
+            try PostgreSQLMigrator.migrate(limited, migrations: Self.migrations + [sixth])
+        }
+        #expect(
+            error?.description
+                == "schema migration 6: PostgreSQL CREATE TABLE sixth (id integer) failed: permission denied for "
+                + "schema \(schema.name) (SQLSTATE 42501)")
+        #expect(try superuser.rows(Self.versions) == [["1"], ["2"], ["5"]])
+    }
+
     @Test("migrations run without the statement timeout, which stays for everything else")
     func noTimeout() throws {
         let pool = try pool(statementTimeoutMilliseconds: 100)

@@ -163,3 +163,42 @@ func onThreads(_ count: Int, _ body: @escaping @Sendable (Int) -> Void) {
     for _ in 0..<count { start.signal() }
     done.wait()
 }
+
+/// A role that must log in with a SCRAM password over loopback (as the test cluster's pg_hba.conf has it), in a
+/// schema of its own unless given one; its privileges and the role are dropped at the end.
+final class PostgreSQLTestRole: Sendable {
+    let name = "offer_signer_role_" + PostgreSQLTestSchema.randomWord()
+    let password = "Pw" + PostgreSQLTestSchema.randomWord()
+    let schema: PostgreSQLTestSchema
+    let scratch: ScratchFolder
+
+    init(in schema: PostgreSQLTestSchema? = nil) throws {
+        self.schema = try schema ?? PostgreSQLTestSchema()
+        scratch = try ScratchFolder()
+        // Identifiers and passwords cannot be bound in CREATE ROLE; both are made here of [a-zA-Z0-9_].
+        try self.schema.superuser().run("CREATE ROLE \(name) LOGIN PASSWORD '\(password)'")
+    }
+
+    deinit {
+        let name = name
+        guard let superuser = try? schema.superuser() else { return }
+        try? superuser.run("DROP OWNED BY \(name)")
+        try? superuser.run("DROP ROLE IF EXISTS \(name)")
+    }
+
+    /// A configuration that logs in as this role with its password.
+    func configuration() throws -> PostgreSQLConfiguration {
+        try schema.configuration(["user": name, "password": password])
+    }
+
+    func passwordFile(_ contents: String, mode: Int = 0o600) throws -> String {
+        let path = scratch.file("password-\(PostgreSQLTestSchema.randomWord())")
+        try contents.write(toFile: path, atomically: false, encoding: .utf8)
+        try FileManager.default.setAttributes([.posixPermissions: mode], ofItemAtPath: path)
+        return path
+    }
+
+    func whoAmI(_ connection: PostgreSQLConnection) throws -> [[String?]] {
+        try connection.rows(PostgreSQLStatement("who", "SELECT current_user::text"))
+    }
+}

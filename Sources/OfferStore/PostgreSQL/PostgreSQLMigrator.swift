@@ -30,8 +30,10 @@ enum PostgreSQLMigrator {
 
     private static let lock = PostgreSQLStatement(
         "offer_signer_schema_lock", "SELECT pg_advisory_xact_lock($1::bigint)")
+    private static let tableExists = PostgreSQLStatement(
+        "offer_signer_schema_exists", "SELECT (to_regclass('schema_version') IS NOT NULL)::int")
     private static let createTable = """
-        CREATE TABLE IF NOT EXISTS schema_version (
+        CREATE TABLE schema_version (
             version integer PRIMARY KEY,
             applied_at timestamptz NOT NULL DEFAULT now()
         )
@@ -56,10 +58,12 @@ enum PostgreSQLMigrator {
         return try pool.withConnection { (connection) throws(LedgerError) -> Int in
             while true {
                 let applied = try connection.transaction { () throws(LedgerError) -> Int? in
-                    // Waiting for another replica's migration is no timeout either.
+                    // Nor is there one for waiting on another replica's migration.
                     try connection.execute(liftTimeout)
                     try connection.execute(lock, [String(lockKey)])
-                    try connection.run(createTable)
+                    // Created only when missing: a role without CREATE on the schema can start an up-to-date
+                    // database (CREATE TABLE IF NOT EXISTS checks that right before it looks).
+                    if try connection.scalar(tableExists) == 0 { try connection.run(createTable) }
                     let version = Int(try connection.scalar(currentVersion))
                     guard version <= newest else {
                         throw LedgerError(
