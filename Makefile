@@ -1,11 +1,12 @@
 # offer-signer: two commands do all the set-up on a fresh Debian machine.
 #   make run    installs what is missing, builds in release mode, serves the demo config
-#   make test   installs what is missing, runs the Swift tests, type-checks the StoreKit layer, builds the
-#               OfferKit example package and runs the interop suite (which runs the example)
+#   make test   installs what is missing, starts a throwaway PostgreSQL cluster, runs the Swift tests, type-checks
+#               the StoreKit layer, builds the OfferKit example package and runs the interop suite (which runs the
+#               example), then stops the cluster, whether the steps passed or not
 SHELL := /bin/bash
 .DEFAULT_GOAL := help
 
-APT_PACKAGES := libssl-dev libmicrohttpd-dev libsqlite3-dev pkg-config openssl curl wrk
+APT_PACKAGES := libssl-dev libmicrohttpd-dev libsqlite3-dev libpq-dev postgresql pkg-config openssl curl wrk
 VENV := .venv
 PYTHON ?= python3
 HOST ?= 127.0.0.1
@@ -13,7 +14,7 @@ PORT ?= 8080
 CONFIG ?= Deploy/demo/offer-signer.json
 BIN := .build/release/offer-signer
 
-.PHONY: help deps build release run test test-swift test-interop lint format bench clean
+.PHONY: help deps build release run test test-steps test-swift test-interop lint format bench clean
 
 help:
 	@echo "make run     build (release) and serve $(CONFIG) on $(HOST):$(PORT)"
@@ -21,12 +22,22 @@ help:
 	@echo "make bench   run the benchmarks"
 	@echo "make lint    swift format lint --strict"
 
+# The tests start their own throwaway clusters: installing Debian's postgresql must not create (and start) a
+# system-wide one.
+NO_MAIN_CLUSTER := /etc/postgresql-common/createcluster.d/offer-signer-no-main-cluster.conf
+# Runs a command with a throwaway PostgreSQL cluster and OFFER_SIGNER_TEST_POSTGRES set to its DSN; stops the
+# cluster when the command ends, however it ends.
+WITH_POSTGRES := bash Scripts/postgres-test-cluster.sh run
+
 # Installs Debian packages only when one is missing; runs apt-get update first when needed.
 deps:
 	@missing=""; for p in $(APT_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
 	if [ -n "$$missing" ]; then \
 	  echo "installing:$$missing"; \
 	  SUDO=""; [ "$$(id -u)" = 0 ] || SUDO=sudo; \
+	  if [[ " $$missing " == *" postgresql "* ]] && [ ! -e $(NO_MAIN_CLUSTER) ]; then \
+	    $$SUDO mkdir -p $(dir $(NO_MAIN_CLUSTER)) && echo "create_main_cluster = false" | $$SUDO tee $(NO_MAIN_CLUSTER) >/dev/null; \
+	  fi; \
 	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq $$missing >/dev/null; \
 	fi
 	@# git does not keep file modes: the demo key must be private before the service accepts it.
@@ -54,23 +65,28 @@ EXAMPLE := Examples/OfferKitDemo
 BUILD_EXAMPLE := PKG_CONFIG_LIBDIR=/nonexistent PKG_CONFIG_PATH= swift build --package-path $(EXAMPLE)
 LINT_PATHS := Sources Tests Examples/OfferKitDemo/Sources Examples/OfferKitDemo/Package.swift Package.swift
 
+INTEROP := OFFER_SIGNER_BIN=$(CURDIR)/.build/debug/offer-signer \
+	OFFERKIT_DEMO_BIN=$(CURDIR)/$(EXAMPLE)/.build/debug/offerkit-demo $(VENV)/bin/python -m pytest -q Tests/Interop
+
 test: deps $(VENV)/.installed
 	swift format lint --strict --recursive $(LINT_PATHS)
 	swift build
+	$(WITH_POSTGRES) $(MAKE) --no-print-directory test-steps
+
+# The steps of `make test` that run with its PostgreSQL cluster.
+test-steps:
 	swift test
 	bash Scripts/check-storekit.sh
 	$(BUILD_EXAMPLE)
-	OFFER_SIGNER_BIN=$(CURDIR)/.build/debug/offer-signer OFFERKIT_DEMO_BIN=$(CURDIR)/$(EXAMPLE)/.build/debug/offerkit-demo \
-	  $(VENV)/bin/python -m pytest -q Tests/Interop
+	$(INTEROP)
 
 test-swift: deps
-	swift test
+	$(WITH_POSTGRES) swift test
 
 test-interop: deps $(VENV)/.installed
 	swift build
 	$(BUILD_EXAMPLE)
-	OFFER_SIGNER_BIN=$(CURDIR)/.build/debug/offer-signer OFFERKIT_DEMO_BIN=$(CURDIR)/$(EXAMPLE)/.build/debug/offerkit-demo \
-	  $(VENV)/bin/python -m pytest -q Tests/Interop
+	$(WITH_POSTGRES) $(INTEROP)
 
 lint:
 	swift format lint --strict --recursive $(LINT_PATHS)

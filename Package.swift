@@ -20,6 +20,7 @@ let package = Package(
         .systemLibrary(name: "COpenSSL", pkgConfig: "libcrypto", providers: [.apt(["libssl-dev"])]),
         .systemLibrary(name: "CMicroHTTPD", pkgConfig: "libmicrohttpd", providers: [.apt(["libmicrohttpd-dev"])]),
         .systemLibrary(name: "CSQLite", pkgConfig: "sqlite3", providers: [.apt(["libsqlite3-dev"])]),
+        .systemLibrary(name: "CPostgreSQL", pkgConfig: "libpq", providers: [.apt(["libpq-dev"])]),
         // The HTTP API's wire types with their JSON and Base64 code: no C library, no Foundation.
         // `Double.rounded()` calls libm, which Linux links only on request (Darwin's libSystem has it).
         .target(name: "OfferAPI", linkerSettings: [.linkedLibrary("m", .when(platforms: [.linux]))]),
@@ -27,7 +28,7 @@ let package = Package(
         .target(name: "OfferKit", dependencies: ["OfferAPI"]),
         .target(name: "OfferCrypto", dependencies: ["COpenSSL"]),
         .target(name: "OfferCore", dependencies: ["OfferAPI", "OfferCrypto"]),
-        .target(name: "OfferStore", dependencies: ["OfferCore", "OfferCrypto", "CSQLite"]),
+        .target(name: "OfferStore", dependencies: ["OfferCore", "OfferCrypto", "CSQLite", "CPostgreSQL"]),
         .target(
             name: "OfferServer", dependencies: ["OfferAPI", "OfferCore", "OfferCrypto", "OfferStore", "CMicroHTTPD"]),
         // The test kit: test CA, Apple-like signed data, and a client that calls the service in process. Depends on

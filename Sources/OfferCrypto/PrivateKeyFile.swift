@@ -21,35 +21,36 @@ public enum PrivateKeyFile {
 
     /// Reads a file that must not be readable, writable or executable by group or others. The checks run on
     /// the opened file (`fstat`), so the file checked is the file read. Symbolic links are followed, as
-    /// Kubernetes mounts secrets through them; the mode checked is the target's.
-    public static func readProtected(path: String) throws -> [UInt8] {
+    /// Kubernetes mounts secrets through them; the mode checked is the target's. Messages call it `what` (a
+    /// password file is read alike).
+    public static func readProtected(path: String, what: String = "key file") throws -> [UInt8] {
         let fd = open(path, O_RDONLY | O_CLOEXEC)
         guard fd >= 0 else {
-            if errno == ENOENT { throw CryptoError(.keyFileMissing, "\(path): key file not found") }
-            throw CryptoError(.keyFileUnreadable, "\(path): cannot open key file: \(systemError())")
+            if errno == ENOENT { throw CryptoError(.keyFileMissing, "\(path): \(what) not found") }
+            throw CryptoError(.keyFileUnreadable, "\(path): cannot open \(what): \(systemError())")
         }
         defer { close(fd) }
         var info = stat()
         guard fstat(fd, &info) == 0 else {
-            throw CryptoError(.keyFileUnreadable, "\(path): cannot stat key file: \(systemError())")
+            throw CryptoError(.keyFileUnreadable, "\(path): cannot stat \(what): \(systemError())")
         }
         guard (info.st_mode & S_IFMT) == S_IFREG else {
-            throw CryptoError(.keyFileUnreadable, "\(path): key file is not a regular file")
+            throw CryptoError(.keyFileUnreadable, "\(path): \(what) is not a regular file")
         }
         let mode = info.st_mode & 0o777
         guard mode & 0o077 == 0 else {
             let octal = String(mode, radix: 8)
             throw CryptoError(
                 .keyFileTooOpen,
-                "\(path): key file mode is 0\(octal); group and others must have no access (run: chmod 600 \(path))")
+                "\(path): \(what) mode is 0\(octal); group and others must have no access (run: chmod 600 \(path))")
         }
-        guard info.st_size <= 1 << 20 else { throw CryptoError(.invalidKey, "\(path): key file is too large") }
+        guard info.st_size <= 1 << 20 else { throw CryptoError(.invalidKey, "\(path): \(what) is too large") }
         var bytes = [UInt8](repeating: 0, count: Int(info.st_size))
         var filled = 0
         while filled < bytes.count {
             let count = bytes[filled...].withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
             guard count > 0 else {
-                throw CryptoError(.keyFileUnreadable, "\(path): cannot read key file: \(systemError())")
+                throw CryptoError(.keyFileUnreadable, "\(path): cannot read \(what): \(systemError())")
             }
             filled += count
         }

@@ -1,0 +1,283 @@
+import CPostgreSQL
+import OfferCore
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// One PostgreSQL connection (libpq's `PGconn`): opened in init, closed in deinit. Parameters are always bound as
+/// text through statements prepared once per connection (`PostgreSQLStatement`); SQL without parameters (`BEGIN`,
+/// DDL) runs through `run`.
+///
+/// Every failure is a `LedgerError` whose kind says what happened (`unavailable`, `uniqueViolation`,
+/// `serializationFailure`, `timeout`, `other`) and whose message names the statement but never a bound value or
+/// the password. After a failure of kind `unavailable` the connection stays broken (`isBroken`): drop it and open
+/// another; a pool does that itself.
+///
+/// `@unchecked Sendable`: libpq allows one thread at a time on a connection, and a connection has one user at a
+/// time: `PostgreSQLPool` lends it to one caller until it is checked in, and a connection opened by hand belongs to
+/// the code that opened it. Nothing else holds it, so moving it between threads between uses is safe.
+final class PostgreSQLConnection: @unchecked Sendable {
+    /// The isolation level of a transaction (`BEGIN ISOLATION LEVEL ...`). Row locks (`SELECT ... FOR UPDATE`) are
+    /// the statements' business.
+    enum IsolationLevel: Sendable, CaseIterable {
+        case readCommitted, repeatableRead, serializable
+
+        fileprivate var begin: String {
+            switch self {
+            case .readCommitted: return "BEGIN ISOLATION LEVEL READ COMMITTED"
+            case .repeatableRead: return "BEGIN ISOLATION LEVEL REPEATABLE READ"
+            case .serializable: return "BEGIN ISOLATION LEVEL SERIALIZABLE"
+            }
+        }
+    }
+
+    let configuration: PostgreSQLConfiguration
+    /// The server process serving this connection (`pg_backend_pid()`).
+    let backendPID: Int32
+    private let handle: OpaquePointer
+    /// The SQL of each statement this connection has prepared, by name.
+    private var prepared: [String: String] = [:]
+
+    private static let statementTimeout = PostgreSQLStatement(
+        "offer_signer_set_statement_timeout", "SELECT set_config('statement_timeout', $1, false)")
+
+    /// Connects (waiting at most `connectTimeoutSeconds`, unless the DSN says otherwise) and applies
+    /// `statementTimeoutMilliseconds`. Fails with kind `unavailable` when the server cannot be reached or refuses
+    /// the login; the message has libpq's reason and the redacted DSN, never the password.
+    init(_ configuration: PostgreSQLConfiguration) throws(LedgerError) {
+        let filePassword = try configuration.filePassword()
+        // Order matters: a DSN parameter overrides the entries before `dbname` (which holds the whole DSN) and is
+        // overridden by those after it.
+        var parameters = [
+            ("fallback_application_name", "offer-signer"),
+            ("connect_timeout", String(configuration.connectTimeoutSeconds)),
+            ("dbname", configuration.dsn),
+            ("client_encoding", "UTF8"),
+        ]
+        if let filePassword { parameters.append(("password", filePassword)) }
+        guard let handle = Self.connect(parameters) else {
+            throw LedgerError(
+                "cannot connect to PostgreSQL at \(configuration.redacted): libpq is out of memory", kind: .unavailable)
+        }
+        guard PQstatus(handle) == CONNECTION_OK else {
+            let secrets = [configuration.passwordInDSN, filePassword, getenv("PGPASSWORD").map { String(cString: $0) }]
+            let reason = Self.connectionFailureReason(String(cString: PQerrorMessage(handle)), hiding: secrets)
+            PQfinish(handle)
+            throw LedgerError(
+                "cannot connect to PostgreSQL at \(configuration.redacted): \(reason)", kind: .unavailable)
+        }
+        // libpq prints the server's notices (`relation ... already exists, skipping`) on stderr unless told not to.
+        PQsetNoticeProcessor(handle, ignoreNotice, nil)
+        self.handle = handle
+        self.configuration = configuration
+        self.backendPID = PQbackendPID(handle)
+        try setStatementTimeout(milliseconds: configuration.statementTimeoutMilliseconds)
+    }
+
+    deinit { PQfinish(handle) }
+
+    /// libpq found the connection closed (the server stopped, the backend was terminated, the network broke). A
+    /// broken connection never recovers.
+    var isBroken: Bool { PQstatus(handle) != CONNECTION_OK }
+
+    /// A transaction is open (or failed and not yet rolled back) on this connection.
+    var isInTransaction: Bool {
+        let status = PQtransactionStatus(handle)
+        return status == PQTRANS_INTRANS || status == PQTRANS_INERROR || status == PQTRANS_ACTIVE
+    }
+
+    /// Runs SQL that takes no parameter (`BEGIN`, `SET`, DDL). Never build it from values: bind them through
+    /// a `PostgreSQLStatement`.
+    func run(_ sql: String) throws(LedgerError) {
+        _ = try command(sql)
+    }
+
+    /// Runs `statement` with `parameters` (`nil` binds NULL) and returns how many rows it inserted, updated or
+    /// deleted (0 for other statements).
+    @discardableResult
+    func execute(_ statement: PostgreSQLStatement, _ parameters: [String?] = []) throws(LedgerError) -> Int64 {
+        try executePrepared(statement, parameters) { result in Int64(String(cString: PQcmdTuples(result))) ?? 0 }
+    }
+
+    /// Every row `statement` returns, each column as text (`nil` for NULL).
+    func rows(_ statement: PostgreSQLStatement, _ parameters: [String?] = []) throws(LedgerError) -> [[String?]] {
+        try executePrepared(statement, parameters) { result in
+            let columns = PQnfields(result)
+            return (0..<PQntuples(result)).map { row in
+                (0..<columns).map { column in
+                    PQgetisnull(result, row, column) != 0 ? nil : String(cString: PQgetvalue(result, row, column))
+                }
+            }
+        }
+    }
+
+    /// The first column of the first row `statement` returns, which must be a non-NULL integer.
+    func scalar(_ statement: PostgreSQLStatement, _ parameters: [String?] = []) throws(LedgerError) -> Int64 {
+        let rows = try rows(statement, parameters)
+        guard let row = rows.first, let column = row.first else {
+            throw LedgerError("PostgreSQL statement \(statement.name) returned no row where one was expected")
+        }
+        guard let text = column else {
+            throw LedgerError("PostgreSQL statement \(statement.name) returned NULL where an integer was expected")
+        }
+        guard let value = Int64(text) else {
+            throw LedgerError("PostgreSQL statement \(statement.name) returned something other than an integer")
+        }
+        return value
+    }
+
+    /// Runs `body` in a transaction at `isolation` and commits, or rolls back when `body` throws. A failure
+    /// inside the transaction that `body` caught and did not pass on still fails the commit (PostgreSQL rolls a
+    /// failed transaction back at COMMIT). Transactions do not nest. Retrying a `serializationFailure` is the
+    /// caller's business; so is a COMMIT that fails with `unavailable`, whose outcome is unknown.
+    @discardableResult
+    func transaction<Result>(
+        _ isolation: IsolationLevel = .readCommitted, _ body: () throws(LedgerError) -> Result
+    ) throws(LedgerError) -> Result {
+        guard !isInTransaction else {
+            throw LedgerError("a PostgreSQL transaction cannot begin inside another (transactions do not nest)")
+        }
+        try run(isolation.begin)
+        let result: Result
+        do {
+            result = try body()
+        } catch {
+            if !isBroken { try? run("ROLLBACK") }
+            throw error
+        }
+        guard try command("COMMIT") == "COMMIT" else {
+            throw LedgerError(
+                "PostgreSQL rolled the transaction back at COMMIT: a statement in it had failed", kind: .other)
+        }
+        return result
+    }
+
+    /// Sets how long one statement may run before the server cancels it with kind `timeout` (0: no limit), for the
+    /// rest of the session, or of the transaction when set inside one that rolls back.
+    func setStatementTimeout(milliseconds: Int) throws(LedgerError) {
+        try execute(Self.statementTimeout, [String(milliseconds)])
+    }
+
+    /// The server answers a trivial query.
+    func isHealthy() -> Bool {
+        !isBroken && (try? run("SELECT 1")) != nil
+    }
+
+    /// Reads, without waiting, what the server sent while the connection sat idle: `false` when it closed the
+    /// connection (a terminated backend, a restart), which libpq would otherwise learn only from the next query.
+    /// Twice: a server that goes sends its farewell and then closes, and one read that gets the farewell does not
+    /// look further.
+    func isStillOpen() -> Bool {
+        PQconsumeInput(handle) == 1 && PQconsumeInput(handle) == 1 && !isBroken
+    }
+
+    /// Runs parameterless SQL and returns its command tag (`COMMIT`, `INSERT 0 1`).
+    private func command(_ sql: String) throws(LedgerError) -> String {
+        try consume(PQexec(handle, sql), Self.describe(sql)) { result in String(cString: PQcmdStatus(result)) }
+    }
+
+    private func executePrepared<Value>(
+        _ statement: PostgreSQLStatement, _ parameters: [String?], _ read: (OpaquePointer) -> Value
+    ) throws(LedgerError) -> Value {
+        try prepareOnce(statement)
+        guard !parameters.contains(where: { $0?.utf8.contains(0) ?? false }) else {
+            throw LedgerError(
+                "a parameter of PostgreSQL statement \(statement.name) holds a NUL character, which PostgreSQL text "
+                    + "cannot store")
+        }
+        let result = Self.withCStrings(parameters) { values in
+            PQexecPrepared(handle, statement.name, Int32(parameters.count), values, nil, nil, 0)
+        }
+        return try consume(result, "PostgreSQL statement \(statement.name)", read)
+    }
+
+    private func prepareOnce(_ statement: PostgreSQLStatement) throws(LedgerError) {
+        if let sql = prepared[statement.name] {
+            guard sql == statement.sql else {
+                throw LedgerError("two different PostgreSQL statements are named \(statement.name)")
+            }
+            return
+        }
+        let result = PQprepare(handle, statement.name, statement.sql, 0, nil)
+        try consume(result, "preparing PostgreSQL statement \(statement.name)") { _ in }
+        prepared[statement.name] = statement.sql
+    }
+
+    /// Hands a successful result to `read` and frees it; turns a failed one into a `LedgerError`.
+    private func consume<Value>(
+        _ result: OpaquePointer?, _ what: String, _ read: (OpaquePointer) -> Value
+    ) throws(LedgerError) -> Value {
+        defer { if let result { PQclear(result) } }
+        let status = result.map(PQresultStatus)
+        guard let result, status == PGRES_COMMAND_OK || status == PGRES_TUPLES_OK else {
+            let field = { (code: Int32) in
+                result.flatMap { PQresultErrorField($0, code) }.map { String(cString: $0) }
+            }
+            throw PostgreSQLFailure.error(
+                what, sqlState: field(OFFER_PG_DIAG_SQLSTATE), primaryMessage: field(OFFER_PG_DIAG_MESSAGE_PRIMARY),
+                libpqMessage: String(cString: PQerrorMessage(handle)), connectionBroken: isBroken)
+        }
+        return read(result)
+    }
+
+    /// Names parameterless SQL in errors by its start (`PostgreSQL BEGIN ISOLATION LEVEL SERIALIZABLE`): such SQL
+    /// is fixed text, without values.
+    private static func describe(_ sql: String) -> String {
+        let start = PostgreSQLFailure.firstLine(sql)
+        return "PostgreSQL " + (start.count > 60 ? start.prefix(60) + "..." : start)
+    }
+
+    /// Calls `body` with the values as an array of C strings (`NULL` for `nil`), all in one buffer that lives for
+    /// the call.
+    private static func withCStrings<Value>(
+        _ values: [String?], _ body: (UnsafePointer<UnsafePointer<CChar>?>?) -> Value
+    ) -> Value {
+        var buffer: [CChar] = []
+        var offsets: [Int?] = []
+        for value in values {
+            guard let value else {
+                offsets.append(nil)
+                continue
+            }
+            offsets.append(buffer.count)
+            buffer.append(contentsOf: value.utf8.map { CChar(bitPattern: $0) })
+            buffer.append(0)
+        }
+        return buffer.withUnsafeBufferPointer { characters in
+            let pointers = offsets.map { offset in offset.map { UnsafePointer(characters.baseAddress! + $0) } }
+            return pointers.withUnsafeBufferPointer { body($0.baseAddress) }
+        }
+    }
+
+    /// `PQconnectdbParams` with the DSN expanded; the copies of the values (the password among them) are wiped
+    /// before they are freed.
+    private static func connect(_ parameters: [(String, String)]) -> OpaquePointer? {
+        let keywords = parameters.map { strdup($0.0) }
+        let values = parameters.map { strdup($0.1) }
+        defer {
+            for keyword in keywords { free(keyword) }
+            for value in values {
+                if let value { memset(value, 0, strlen(value)) }
+                free(value)
+            }
+        }
+        guard !keywords.contains(nil), !values.contains(nil) else { return nil }
+        let keywordPointers = keywords.map { UnsafePointer($0) } + [nil]
+        let valuePointers = values.map { UnsafePointer($0) } + [nil]
+        return PQconnectdbParams(keywordPointers, valuePointers, 1)
+    }
+
+    /// libpq's reason for a failed connection (one line per host it tried), unless it contains a password.
+    private static func connectionFailureReason(_ message: String, hiding secrets: [String?]) -> String {
+        if secrets.contains(where: { secret in secret.map { !$0.isEmpty && message.contains($0) } ?? false }) {
+            return "libpq's reason is withheld because it contains the password"
+        }
+        let lines = message.split(whereSeparator: \.isNewline).map { PostgreSQLFailure.firstLine(String($0)) }
+        let reason = lines.filter { !$0.isEmpty }.joined(separator: "; ")
+        return reason.isEmpty ? "libpq gave no reason" : reason
+    }
+}
+
+/// Drops the server's notices and warnings: they would go to stderr, where nothing reads them.
+private func ignoreNotice(_ context: UnsafeMutableRawPointer?, _ message: UnsafePointer<CChar>?) {}
