@@ -386,6 +386,22 @@ struct SQLiteLedgerFileTests {
         for index in [0, 199, 399] { #expect(try reopened.signature(nonce: "n-\(index)") != nil) }
     }
 
+    @Test("forget, run beside the service, leaves no trace of the customer's key in the file or its journal")
+    func forgetOverwrites() throws {
+        let path = scratch.file("ledger.sqlite")
+        let customer = "2000000000000977"
+        let service = try SQLiteLedger(path: path)
+        try LedgerTests.add(LedgerTests.signature(customer), to: service)
+        try LedgerTests.add(LedgerTests.signature(customer, offer: "o2"), to: service)
+        try LedgerTests.add(LedgerTests.signature("kept"), to: service)
+        #expect(try SQLiteLedger(path: path).forget(customerKey: customer) == 2)
+        for file in [path, path + "-wal"] {
+            let bytes = FileManager.default.contents(atPath: file) ?? Data()
+            #expect(bytes.range(of: Data(customer.utf8)) == nil, "\(file)")
+        }
+        #expect(try service.history(customerKey: "kept").count == 1)
+    }
+
     @Test("every record survives a reopen")
     func persistence() throws {
         let path = scratch.file("ledger.sqlite")

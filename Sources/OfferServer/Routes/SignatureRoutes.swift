@@ -84,6 +84,11 @@ struct SignatureRoutes {
                     limits.map { LimitPolicy.allows($0, usage: usage, customerKey: customerKey) } ?? true
                 }
             ) { outcome in
+                // The same request under the same key, recorded by the writer after this one's look-up above
+                // (a client's retry while its first request waited for the commit).
+                if let previous = outcome.previous {
+                    return repeated(previous, idempotency, offerId: verdict.offer.id, context)
+                }
                 guard outcome.recorded else {
                     let limited = verdict.replacingDecision(
                         verdict.decision.replacingLimits(

@@ -1,6 +1,8 @@
 import OfferAPI
 import OfferCore
+import OfferCrypto
 import OfferServer
+import OfferStore
 import OfferTesting
 import Testing
 
@@ -91,6 +93,33 @@ struct IdempotencyTests {
     }
 
     @Test(
+        "a repeat the worker's look-up missed (its first request not yet committed) gets the first answer",
+        arguments: SignatureFormat.allCases)
+    func repeatedWhileFirstWaited(format: SignatureFormat) throws {
+        let deployment = try Fixture.deployment()
+        defer { deployment.remove() }
+        let configuration = try Configuration.read(path: deployment.configurationPath)
+        let ledger = LateLookupLedger()
+        let nonces = TestNonces.sequence()
+        let service = OfferService(
+            snapshot: try OfferService.snapshot(
+                configuration, catalog: try Catalog.load(configuration.apps, loadKey: PrivateKeyFile.load),
+                ledger: ledger),
+            ledger: ledger, clock: deployment.clock.read, nonce: nonces.next, log: Logger(level: .error))
+        let client = TestClient(service: service, clock: deployment.clock, nonces: nonces)
+        let request = Fixture.promotionalRequest(
+            offerId: "once_only", signedData: try Self.customer(deployment), format: format)
+        let first = try client.post(Fixture.promotional, request, headers: Self.key)
+        let again = try client.post(Fixture.promotional, request, headers: Self.key)
+        #expect(first.status == 200, "\(first)")
+        #expect(again.status == 200, "\(again)")
+        #expect(again.body == first.body)
+        let other = try client.post(
+            Fixture.promotional, Fixture.promotionalRequest(offerId: "open_offer", format: format), headers: Self.key)
+        #expect(other.errorCode == .idempotencyKeyReused)
+    }
+
+    @Test(
         "a key that is empty, too long or not visible ASCII is 400 naming the header",
         arguments: ["", String(repeating: "k", count: 256), "two words", "clé"])
     func malformed(key: String) throws {
@@ -103,4 +132,27 @@ struct IdempotencyTests {
             #expect(response.json?.objectValue?["error"]?.objectValue?["field"]?.stringValue == "Idempotency-Key")
         }
     }
+}
+
+/// A `MemoryLedger` whose `previousAnswer` finds nothing, as when a request's look-up runs before the writer
+/// commits the first request under its key: only the writer's own check sees the repeat.
+private final class LateLookupLedger: Ledger {
+    let memory = MemoryLedger()
+
+    func usage(_ key: UsageKey) throws(LedgerError) -> OfferUsage { try memory.usage(key) }
+    func record(
+        _ signature: IssuedSignature, admit: (@Sendable (OfferUsage) -> Bool)?,
+        completion: @escaping @Sendable (Result<LedgerOutcome, LedgerError>) -> Void
+    ) { memory.record(signature, admit: admit, completion: completion) }
+    func previousAnswer(
+        bundleId: String, idempotencyKey key: String, validFrom: Int64
+    ) throws(LedgerError) -> PreviousAnswer? { nil }
+    func signature(nonce: String) throws(LedgerError) -> IssuedSignature? { try memory.signature(nonce: nonce) }
+    func offerTotals() throws(LedgerError) -> [OfferTotal] { try memory.offerTotals() }
+    func history(customerKey: String) throws(LedgerError) -> [IssuedSignature] {
+        try memory.history(customerKey: customerKey)
+    }
+    func forget(customerKey: String) throws(LedgerError) -> Int { try memory.forget(customerKey: customerKey) }
+    func release(nonce: String) throws(LedgerError) { try memory.release(nonce: nonce) }
+    func isHealthy() -> Bool { true }
 }
