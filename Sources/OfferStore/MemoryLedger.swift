@@ -145,7 +145,10 @@ private struct Records {
         signatures[signature.nonce] = signature
         totals[OfferKey(bundleId: signature.bundleId, offerId: signature.offerId), default: 0] += 1
         if let idempotency = signature.idempotency {
-            idempotencyKeys[IdempotencyKey(bundleId: signature.bundleId, key: idempotency.key)] = signature.nonce
+            let key = IdempotencyKey(bundleId: signature.bundleId, key: idempotency.key)
+            // The record that held the key before (its window over) gives up its stored answer.
+            if let earlier = idempotencyKeys[key] { signatures[earlier]?.idempotency = nil }
+            idempotencyKeys[key] = signature.nonce
         }
         adjust(signature, by: 1)
         if let customerKey = signature.customerKey {

@@ -270,7 +270,8 @@ public final class SQLiteLedger: Ledger {
             WHERE bundle_id = ?1 AND idempotency_key = ?2 AND issued_at_ms >= ?3
             """
         static let releaseIdempotencyKey = """
-            UPDATE issued_signatures SET idempotency_key = NULL WHERE bundle_id = ?1 AND idempotency_key = ?2
+            UPDATE issued_signatures SET idempotency_key = NULL, request_hash = NULL, answer = NULL
+            WHERE bundle_id = ?1 AND idempotency_key = ?2
             """
         static let selectSignature = """
             SELECT bundle_id, offer_id, customer_key, nonce, key_id, format, issued_at_ms, product_id, request_id

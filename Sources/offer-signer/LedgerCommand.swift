@@ -51,7 +51,7 @@ enum LedgerCommand {
             }
             return (configuration, ledger)
         } catch let error as LedgerError {
-            throw CommandError("storage \(configuration.settings.storage): \(error.description)")
+            throw CommandError("storage \(configuration.settings.storage.description): \(error.description)")
         }
     }
 

@@ -402,6 +402,22 @@ struct SQLiteLedgerFileTests {
         #expect(try service.history(customerKey: "kept").count == 1)
     }
 
+    @Test("a key whose window ended gives up its stored answer when a new record takes it")
+    func expiredAnswerCleared() throws {
+        let path = scratch.file("ledger.sqlite")
+        let ledger = try SQLiteLedger(path: path)
+        var first = LedgerTests.signature("a", nonce: "first")
+        first.idempotency = .init(key: "k", requestHash: "h1", answer: Array("SECRET-FIRST".utf8), validFrom: 0)
+        #expect(try ledger.record(first, admit: nil).recorded)
+        var second = LedgerTests.signature("a", nonce: "second", at: LedgerTests.now + 10)
+        second.idempotency = .init(
+            key: "k", requestHash: "h2", answer: Array("second".utf8), validFrom: LedgerTests.now + 1)
+        #expect(try ledger.record(second, admit: nil).recorded)
+        let connection = try Connection(path: path)
+        #expect(try connection.scalar("SELECT count(*) FROM issued_signatures WHERE answer IS NOT NULL", []) == 1)
+        #expect(try connection.scalar("SELECT count(*) FROM issued_signatures WHERE request_hash = 'h1'", []) == 0)
+    }
+
     @Test("every record survives a reopen")
     func persistence() throws {
         let path = scratch.file("ledger.sqlite")
@@ -562,6 +578,23 @@ struct LedgerMigrationTests {
             """
         ]
 
+    /// The last release before every signature was recorded (always with `schema_version`).
+    static let version3 =
+        version2 + [
+            "CREATE INDEX issued_by_customer_time ON issued_signatures (bundle_id, customer_key, issued_at_ms)",
+            """
+            CREATE TABLE redemptions (
+                id INTEGER PRIMARY KEY,
+                bundle_id TEXT NOT NULL,
+                offer_id TEXT NOT NULL,
+                customer_key TEXT NOT NULL,
+                transaction_id TEXT NOT NULL UNIQUE,
+                redeemed_at_ms INTEGER NOT NULL
+            )
+            """,
+            "CREATE INDEX redemptions_by_customer ON redemptions (bundle_id, offer_id, customer_key)",
+        ]
+
     /// An older file: its version, and whether it was written before `schema_version` existed.
     struct Old: Sendable, CustomTestStringConvertible {
         let version: Int
@@ -571,7 +604,7 @@ struct LedgerMigrationTests {
 
     static let olds = [
         Old(version: 0, versioned: false), Old(version: 1, versioned: false), Old(version: 2, versioned: false),
-        Old(version: 1, versioned: true), Old(version: 2, versioned: true),
+        Old(version: 1, versioned: true), Old(version: 2, versioned: true), Old(version: 3, versioned: true),
     ]
 
     /// The records each old file holds: (bundle, offer, customer, nonce, issued at).
@@ -591,7 +624,7 @@ struct LedgerMigrationTests {
     /// Writes a file as the release at `old.version` left it, with `records` in it.
     func build(_ old: Old, at path: String) throws {
         let connection = try Connection(path: path)
-        let schema = [0: [], 1: Self.version1, 2: Self.version2][old.version]!
+        let schema = [0: [], 1: Self.version1, 2: Self.version2, 3: Self.version3][old.version]!
         for statement in schema { try connection.execute(statement) }
         guard old.version > 0 else { return }
         for (bundle, offer, customer, nonce, issuedAt) in Self.records {
@@ -633,6 +666,16 @@ struct LedgerMigrationTests {
             """, [])
         let expected = old.version == 0 ? [] : Self.records.map { "\($0.0) \($0.1) \($0.2 ?? "-") \($0.3) \($0.4)" }
         #expect(rows == expected)
+        // Rows from before versions 4 and 5 have no product, request, key or answer, and read back as such.
+        let bare = try Connection(path: path).scalar(
+            """
+            SELECT count(*) FROM issued_signatures WHERE product_id IS NULL AND request_id IS NULL
+                AND idempotency_key IS NULL AND request_hash IS NULL AND answer IS NULL
+            """, [])
+        #expect(bare == Int64(expected.count))
+        if let first = Self.records.first, old.version > 0 {
+            #expect(try ledger.signature(nonce: first.3)?.productId == "")
+        }
         let scale = old.version == 0 ? 0 : 1
         #expect(
             try ledger.usage(LedgerTests.key("a"))
