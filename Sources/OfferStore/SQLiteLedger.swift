@@ -10,6 +10,10 @@ import Synchronization
 /// (`LedgerFile`), and its schema is brought up to date at open (`LedgerSchema`).
 public final class SQLiteLedger: Ledger {
     private let connection: Mutex<Connection>
+    /// A second connection for reads (counts for the listing and `explain`, look-ups, health), so they never wait
+    /// for a group commit's flush: WAL lets a reader see the last committed state while the writer writes. A
+    /// private in-memory database has no second connection: reads share the writer's.
+    private let reader: Mutex<Connection?>
     private let waiting = Mutex(Waiting())
     private let writer = DispatchQueue(label: "offer-signer.ledger.writer")
     private let statistics = Mutex(CommitStatistics())
@@ -38,6 +42,26 @@ public final class SQLiteLedger: Ledger {
         try connection.execute("PRAGMA secure_delete=ON")
         try LedgerSchema.migrate(connection, path: path)
         self.connection = Mutex(connection)
+        if path == ":memory:" || path.isEmpty {
+            reader = Mutex(nil)
+        } else {
+            let reader = try Connection(path: path)
+            try reader.execute("PRAGMA busy_timeout=5000")
+            self.reader = Mutex(reader)
+        }
+    }
+
+    /// Runs a read on the reader connection (or the writer's, in memory).
+    private func read<Value>(_ body: (Connection) throws(LedgerError) -> Value) throws(LedgerError) -> Value {
+        let shared = reader.withLock { $0 == nil }
+        if shared {
+            return try connection.withLock { (connection: inout Connection) throws(LedgerError) -> Value in
+                try body(connection)
+            }
+        }
+        return try reader.withLock { (connection: inout Connection?) throws(LedgerError) -> Value in
+            try body(connection!)
+        }
     }
 
     /// The durability setting in force (`PRAGMA synchronous`: 2 is FULL), read back from SQLite.
@@ -51,7 +75,7 @@ public final class SQLiteLedger: Ledger {
     public var commitStatistics: CommitStatistics? { statistics.withLock { $0 } }
 
     public func usage(_ key: UsageKey) throws(LedgerError) -> OfferUsage {
-        try connection.withLock { (connection: inout Connection) throws(LedgerError) -> OfferUsage in
+        try read { (connection) throws(LedgerError) -> OfferUsage in
             // A read transaction, so the four counts come from one snapshot.
             try connection.transaction("BEGIN") { () throws(LedgerError) -> OfferUsage in
                 try Self.usage(connection, key)
@@ -152,7 +176,7 @@ public final class SQLiteLedger: Ledger {
     public func previousAnswer(
         bundleId: String, idempotencyKey key: String, validFrom: Int64
     ) throws(LedgerError) -> PreviousAnswer? {
-        try connection.withLock { (connection: inout Connection) throws(LedgerError) -> PreviousAnswer? in
+        try read { (connection) throws(LedgerError) -> PreviousAnswer? in
             try Self.previousAnswer(connection, bundleId: bundleId, key: key, validFrom: validFrom)
         }
     }
@@ -170,13 +194,13 @@ public final class SQLiteLedger: Ledger {
     }
 
     public func signature(nonce: String) throws(LedgerError) -> IssuedSignature? {
-        try connection.withLock { (connection: inout Connection) throws(LedgerError) -> IssuedSignature? in
+        try read { (connection) throws(LedgerError) -> IssuedSignature? in
             try connection.rows(Query.selectSignature, [.text(nonce)], columns: 9).first.map(Self.signature)
         }
     }
 
     public func offerTotals() throws(LedgerError) -> [OfferTotal] {
-        try connection.withLock { (connection: inout Connection) throws(LedgerError) -> [OfferTotal] in
+        try read { (connection) throws(LedgerError) -> [OfferTotal] in
             try connection.rows(Query.offerTotals, [], columns: 3).map { row in
                 OfferTotal(bundleId: row[0] ?? "", offerId: row[1] ?? "", issued: Int(row[2] ?? "") ?? 0)
             }
@@ -184,7 +208,7 @@ public final class SQLiteLedger: Ledger {
     }
 
     public func history(customerKey: String) throws(LedgerError) -> [IssuedSignature] {
-        try connection.withLock { (connection: inout Connection) throws(LedgerError) -> [IssuedSignature] in
+        try read { (connection) throws(LedgerError) -> [IssuedSignature] in
             try connection.rows(Query.customerHistory, [.text(customerKey)], columns: 9).map(Self.signature)
         }
     }
@@ -223,9 +247,9 @@ public final class SQLiteLedger: Ledger {
     }
 
     public func isHealthy() -> Bool {
-        connection.withLock { (connection: inout Connection) -> Bool in
-            (try? connection.scalar("SELECT count(*) FROM sqlite_master", [])) != nil
-        }
+        (try? read { (connection) throws(LedgerError) in
+            try connection.scalar("SELECT count(*) FROM sqlite_master", [])
+        }) != nil
     }
 
     private static func usage(_ connection: Connection, _ key: UsageKey) throws(LedgerError) -> OfferUsage {

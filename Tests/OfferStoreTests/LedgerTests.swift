@@ -418,6 +418,37 @@ struct SQLiteLedgerFileTests {
         #expect(try connection.scalar("SELECT count(*) FROM issued_signatures WHERE request_hash = 'h1'", []) == 0)
     }
 
+    @Test("reads go on while the writer waits for the file's lock (another process holds it)")
+    func readsDoNotWaitForTheWriter() throws {
+        let path = scratch.file("ledger.sqlite")
+        let ledger = try SQLiteLedger(path: path)
+        try LedgerTests.add(LedgerTests.signature("a", nonce: "before"), to: ledger)
+        // Another process takes the write lock: the ledger's writer must wait for it (busy timeout 5 s).
+        let other = try Connection(path: path)
+        try other.execute("BEGIN IMMEDIATE")
+        let recorded = DispatchSemaphore(value: 0)
+        ledger.record(LedgerTests.signature("a", nonce: "during"), admit: nil) { _ in recorded.signal() }
+        // Give the writer time to start its transaction and wait on the lock (an ordering aid, not a measure).
+        Thread.sleep(forTimeInterval: 0.2)
+        // Meanwhile the counts, a look-up and the health check answer from the last committed state. (A hang
+        // here shows as the 4-second wait running out while the lock is still held.)
+        let read = DispatchSemaphore(value: 0)
+        let seen = Mutex<(OfferUsage?, Bool, Bool)>((nil, false, false))
+        DispatchQueue.global().async {
+            let usage = try? ledger.usage(LedgerTests.key("a"))
+            let found = (try? ledger.signature(nonce: "before")) != nil
+            seen.withLock { $0 = (usage, found, ledger.isHealthy()) }
+            read.signal()
+        }
+        #expect(read.wait(timeout: .now() + 4) == .success, "a read waited for the writer")
+        let (usage, found, healthy) = seen.withLock { $0 }
+        #expect(usage?.customerSignatures == 1)
+        #expect(found && healthy)
+        try other.execute("COMMIT")
+        #expect(recorded.wait(timeout: .now() + 10) == .success)
+        #expect(try ledger.usage(LedgerTests.key("a")).customerSignatures == 2)
+    }
+
     @Test("every record survives a reopen")
     func persistence() throws {
         let path = scratch.file("ledger.sqlite")
