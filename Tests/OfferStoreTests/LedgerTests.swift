@@ -32,7 +32,7 @@ struct LedgerTests {
 
     let scratch: ScratchFolder
     /// The PostgreSQL schemas this test made, dropped when it ends.
-    let schemas = Mutex<[PostgreSQLTestSchema]>([])
+    let schemas = PostgreSQLTestSchemas()
 
     init() throws { scratch = try ScratchFolder() }
 
@@ -41,8 +41,7 @@ struct LedgerTests {
         case .memory: return MemoryLedger()
         case .sqlite: return try SQLiteLedger(path: scratch.file("ledger.sqlite"))
         case .postgresql:
-            let schema = try PostgreSQLTestSchema()
-            schemas.withLock { $0.append(schema) }
+            let schema = try schemas.make()
             return try PostgreSQLLedger(schema.configuration(), connections: 4)
         }
     }
