@@ -9,34 +9,60 @@ public enum StorageLocation: Sendable, Equatable, CustomStringConvertible {
     case memory
     /// A SQLite file (`SQLiteLedger`), its path resolved.
     case sqlite(String)
+    /// A PostgreSQL database (`PostgreSQLLedger`), which several replicas may share. The password comes from
+    /// libpq's `PGPASSWORD` or `PGPASSFILE`, or from the DSN itself (then never shown).
+    case postgresql(PostgreSQLConfiguration)
 
-    /// Reads the `storage` setting: `sqlite:PATH` (relative to `baseDirectory`, the configuration file's folder)
-    /// or `memory`.
+    /// Reads the `storage` setting: `sqlite:PATH` (relative to `baseDirectory`, the configuration file's folder),
+    /// a `postgresql://` (or `postgres://`) URI that libpq accepts, or `memory`.
     public static func parse(_ text: String, baseDirectory: String) throws(ConfigError) -> StorageLocation {
         let prefix = "sqlite:"
         if text == "memory" { return .memory }
         if text.hasPrefix(prefix), text.count > prefix.count {
             return .sqlite(Identifiers.resolve(String(text.dropFirst(prefix.count)), against: baseDirectory))
         }
-        throw ConfigError(path: "$.storage", "expected \"sqlite:PATH\" or \"memory\"")
+        if text.hasPrefix("postgresql://") || text.hasPrefix("postgres://") {
+            do {
+                return .postgresql(try PostgreSQLConfiguration(dsn: text))
+            } catch {
+                throw ConfigError(path: "$.storage", error.description)
+            }
+        }
+        throw ConfigError(path: "$.storage", "expected \"sqlite:PATH\", \"postgresql://...\" or \"memory\"")
     }
 
     /// Opens the ledger: `nil` for `.none`; a SQLite file is created 0600 (its missing folders 0700) and its
-    /// schema brought up to date.
-    public func open() throws(LedgerError) -> (any Ledger)? {
+    /// schema brought up to date; a PostgreSQL database gets a pool of at most `connections` (the service's
+    /// worker threads and one for the ledger's writer) and its schema brought up to date.
+    public func open(connections: Int = 2) throws(LedgerError) -> (any Ledger)? {
         switch self {
         case .none: return nil
         case .memory: return MemoryLedger()
         case .sqlite(let path): return try SQLiteLedger(path: path)
+        case .postgresql(let configuration): return try PostgreSQLLedger(configuration, connections: connections)
         }
     }
 
-    /// For summaries: `sqlite:PATH`, `memory (...)` or `none`.
+    /// For summaries: `sqlite:PATH`, the redacted PostgreSQL DSN (never its password), `memory (...)` or `none`.
     public var description: String {
         switch self {
         case .none: return "none"
         case .memory: return "memory (records are lost on restart)"
         case .sqlite(let path): return "sqlite:\(path)"
+        case .postgresql(let configuration): return configuration.redacted
+        }
+    }
+
+    public static func == (left: StorageLocation, right: StorageLocation) -> Bool {
+        switch (left, right) {
+        case (.none, .none), (.memory, .memory): return true
+        case (.sqlite(let left), .sqlite(let right)): return left == right
+        case (.postgresql(let left), .postgresql(let right)):
+            return left.dsn == right.dsn && left.passwordFile == right.passwordFile
+                && left.connectTimeoutSeconds == right.connectTimeoutSeconds
+                && left.statementTimeoutMilliseconds == right.statementTimeoutMilliseconds
+                && left.checkoutTimeoutMilliseconds == right.checkoutTimeoutMilliseconds
+        default: return false
         }
     }
 }

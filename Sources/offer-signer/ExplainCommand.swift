@@ -107,6 +107,12 @@ enum ExplainCommand {
             return (nil, "none configured")
         case .memory:
             return (nil, "memory: the running service's counts live in its process; limits are not checked")
+        case .postgresql:
+            do {
+                return (try storage.open(), "\(storage) (counts read)")
+            } catch {
+                return (nil, "cannot read \(storage): \(error.description); limits are not checked")
+            }
         case .sqlite(let path):
             var info = stat()
             guard stat(path, &info) == 0 else {

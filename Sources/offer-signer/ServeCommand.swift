@@ -57,7 +57,9 @@ enum ServeCommand {
         if let header = settings.rateLimit?.clientAddressHeader { limits.forwardedHeaders.append(header) }
         let ledger: (any Ledger)?
         do {
-            ledger = try settings.storage.open()
+            // A PostgreSQL ledger's pool: a connection per worker thread and one for its writer.
+            let workers = limits.threads > 0 ? limits.threads : max(1, Int(sysconf(Int32(_SC_NPROCESSORS_ONLN))))
+            ledger = try settings.storage.open(connections: workers + 1)
         } catch {
             throw CommandError(error.description)
         }

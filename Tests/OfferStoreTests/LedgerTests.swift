@@ -23,7 +23,7 @@ final class ScratchFolder: Sendable {
 @Suite("Ledgers count and record signatures atomically")
 struct LedgerTests {
     enum Kind: String, CaseIterable, CustomTestStringConvertible {
-        case memory, sqlite
+        case memory, sqlite, postgresql
         var testDescription: String { rawValue }
     }
 
@@ -31,6 +31,8 @@ struct LedgerTests {
     static let now: Int64 = 1_800_000_000_000
 
     let scratch: ScratchFolder
+    /// The PostgreSQL schemas this test made, dropped when it ends.
+    let schemas = PostgreSQLTestSchemas()
 
     init() throws { scratch = try ScratchFolder() }
 
@@ -38,6 +40,9 @@ struct LedgerTests {
         switch kind {
         case .memory: return MemoryLedger()
         case .sqlite: return try SQLiteLedger(path: scratch.file("ledger.sqlite"))
+        case .postgresql:
+            let schema = try schemas.make()
+            return try PostgreSQLLedger(schema.configuration(), connections: 4)
         }
     }
 

@@ -146,6 +146,17 @@ final class PostgreSQLTestSchema: Sendable {
     }
 }
 
+/// The schemas one test makes as it goes (`PostgreSQLTestSchema`), each dropped when the test ends.
+final class PostgreSQLTestSchemas: Sendable {
+    private let made = Mutex<[PostgreSQLTestSchema]>([])
+
+    func make() throws -> PostgreSQLTestSchema {
+        let schema = try PostgreSQLTestSchema()
+        made.withLock { $0.append(schema) }
+        return schema
+    }
+}
+
 /// Runs `body` on `count` threads of their own (not Swift concurrency's few), all started together, and waits for
 /// them all.
 func onThreads(_ count: Int, _ body: @escaping @Sendable (Int) -> Void) {

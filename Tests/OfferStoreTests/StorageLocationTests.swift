@@ -19,11 +19,59 @@ struct StorageLocationTests {
         #expect(try StorageLocation.parse(text, baseDirectory: base) == expected)
     }
 
-    @Test("anything else is an error at $.storage", arguments: ["", "sqlite:", "postgres:x", "Memory", "file.sqlite"])
+    @Test(
+        "anything else is an error at $.storage",
+        arguments: ["", "sqlite:", "postgres:x", "postgresql:x", "Memory", "file.sqlite", "PostgreSQL://db/offers"])
     func rejects(text: String) {
-        #expect(throws: ConfigError(path: "$.storage", "expected \"sqlite:PATH\" or \"memory\"")) {
+        #expect(throws: ConfigError(path: "$.storage", "expected \"sqlite:PATH\", \"postgresql://...\" or \"memory\""))
+        {
             try StorageLocation.parse(text, baseDirectory: "/etc")
         }
+    }
+
+    @Test(
+        "a postgresql:// or postgres:// DSN is read by libpq and described without its password",
+        arguments: [
+            (
+                "postgresql://app:s3cret-pw@db.internal:5433/offers?sslmode=verify-full&sslrootcert=/etc/ca.pem",
+                "postgresql://app@db.internal:5433/offers?sslmode=verify-full"
+            ),
+            ("postgres://app@db.internal/offers", "postgresql://app@db.internal/offers"),
+            ("postgresql:///offers?host=/run/postgresql", "postgresql:///run/postgresql/offers"),
+        ])
+    func postgresql(text: String, shown: String) throws {
+        let location = try StorageLocation.parse(text, baseDirectory: "/etc")
+        guard case .postgresql(let configuration) = location else {
+            Issue.record("\(location) is not PostgreSQL")
+            return
+        }
+        #expect(location.description == shown)
+        #expect(!location.description.contains("s3cret"))
+        #expect(!String(describing: location).contains("s3cret"))
+        #expect(location == .postgresql(try PostgreSQLConfiguration(dsn: text)))
+        #expect(
+            location
+                != .postgresql(try PostgreSQLConfiguration(dsn: text + (text.contains("?") ? "&" : "?") + "port=1")))
+        #expect(configuration.passwordFile == nil)
+    }
+
+    @Test("a DSN libpq cannot read is refused without repeating it")
+    func malformedPostgreSQL() {
+        let error = #expect(throws: ConfigError.self) {
+            try StorageLocation.parse("postgresql://app:s3cret@db/offers?nosuchparameter=1", baseDirectory: "/etc")
+        }
+        #expect(error?.path == "$.storage")
+        #expect(error.map { !"\($0)".contains("s3cret") } == true)
+    }
+
+    @Test("a PostgreSQL storage opens a PostgreSQL ledger with its schema")
+    func opensPostgreSQL() throws {
+        let schema = try PostgreSQLTestSchema()
+        let location = StorageLocation.postgresql(try schema.configuration())
+        let ledger = try #require(try location.open(connections: 2))
+        #expect(ledger is PostgreSQLLedger)
+        #expect(ledger.isHealthy())
+        #expect(try ledger.offerTotals() == [])
     }
 
     @Test("opens nothing, a memory ledger, or a SQLite file")

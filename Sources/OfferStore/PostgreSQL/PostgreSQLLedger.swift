@@ -1,0 +1,455 @@
+import Dispatch
+import OfferCore
+import Synchronization
+
+/// The ledger in a PostgreSQL database that several replicas of the service may share.
+///
+/// Records are committed in groups as in `SQLiteLedger`: a writer takes every record waiting and commits them in
+/// one transaction (one WAL flush on the server for all of them), a savepoint each so one failed record does not
+/// take the others with it; completions run only after COMMIT returned. A COMMIT that fails, or whose outcome is
+/// unknown because the connection was lost, fails every record of the group: nothing is reported recorded that
+/// might not be.
+///
+/// Counting and recording are atomic across processes: the group's transaction first takes a transaction-scoped
+/// advisory lock for each offer, each limited customer and each `Idempotency-Key` its records touch, all in one
+/// statement and in a fixed order (so two replicas' groups never deadlock), and only then counts (READ COMMITTED:
+/// each count sees everything committed before the lock was granted). The unique index on (app, key) is the last
+/// guard for idempotency: a record refused by it answers with the answer recorded under the key.
+///
+/// The schema is brought up to date at open by `PostgreSQLMigrator` (safe when replicas start at once). Reads use
+/// the pool; the writer takes one connection of it per group.
+public final class PostgreSQLLedger: Ledger {
+    private let pool: PostgreSQLPool
+    private let waiting = Mutex(Waiting())
+    private let writer = DispatchQueue(label: "offer-signer.ledger.postgresql-writer")
+    private let statistics = Mutex(CommitStatistics())
+
+    /// Records waiting for the writer, and whether the writer has been asked to run.
+    private struct Waiting {
+        var records: [Pending] = []
+        var writing = false
+    }
+
+    private struct Pending: Sendable {
+        let signature: IssuedSignature
+        let admit: (@Sendable (OfferUsage) -> Bool)?
+        let completion: @Sendable (Result<LedgerOutcome, LedgerError>) -> Void
+    }
+
+    /// Connects (at most `connections` at once: the service's worker threads and one for the writer) and
+    /// brings the schema up to date. Fails when the database cannot be reached or its schema is newer than this
+    /// release knows.
+    public init(_ configuration: PostgreSQLConfiguration, connections: Int) throws(LedgerError) {
+        pool = try PostgreSQLPool(configuration, size: connections)
+        try PostgreSQLMigrator.migrate(pool, migrations: Self.migrations)
+    }
+
+    /// How many transactions committed records, how many records they carried, and how long they took.
+    public var commitStatistics: CommitStatistics? { statistics.withLock { $0 } }
+
+    public func usage(_ key: UsageKey) throws(LedgerError) -> OfferUsage {
+        try pool.withConnection { (connection) throws(LedgerError) -> OfferUsage in try Self.usage(connection, key) }
+    }
+
+    public func record(
+        _ signature: IssuedSignature, admit: (@Sendable (OfferUsage) -> Bool)?,
+        completion: @escaping @Sendable (Result<LedgerOutcome, LedgerError>) -> Void
+    ) {
+        let startWriter = waiting.withLock { waiting -> Bool in
+            waiting.records.append(Pending(signature: signature, admit: admit, completion: completion))
+            guard !waiting.writing else { return false }
+            waiting.writing = true
+            return true
+        }
+        if startWriter { writer.async { self.write() } }
+    }
+
+    /// The writer: commits what is waiting, group by group, until nothing is.
+    private func write() {
+        while true {
+            let group = waiting.withLock { waiting -> [Pending] in
+                let group = waiting.records
+                waiting.records.removeAll(keepingCapacity: true)
+                if group.isEmpty { waiting.writing = false }
+                return group
+            }
+            if group.isEmpty { return }
+            let results = commit(group)
+            for (pending, result) in zip(group, results) { pending.completion(result) }
+        }
+    }
+
+    /// One transaction for the whole group, its locks taken first; each record in its own savepoint. Until COMMIT
+    /// returns, no completion is called: a failed commit (or one whose outcome is unknown) fails every record.
+    private func commit(_ group: [Pending]) -> [Result<LedgerOutcome, LedgerError>] {
+        let started = ContinuousClock.now
+        let results: [Result<LedgerOutcome, LedgerError>]
+        do throws(LedgerError) {
+            results = try pool.transaction { (connection) throws(LedgerError) -> [Result<LedgerOutcome, LedgerError>] in
+                let locks = Self.locks(group.map(\.signature), limited: group.map { $0.admit != nil })
+                try connection.execute(Statement.lock, [locks.classes, locks.keys])
+                var results: [Result<LedgerOutcome, LedgerError>] = []
+                results.reserveCapacity(group.count)
+                for pending in group {
+                    try connection.run("SAVEPOINT record")
+                    do throws(LedgerError) {
+                        results.append(.success(try Self.record(connection, pending)))
+                        try connection.run("RELEASE SAVEPOINT record")
+                    } catch {
+                        try connection.run("ROLLBACK TO SAVEPOINT record")
+                        try connection.run("RELEASE SAVEPOINT record")
+                        results.append(try Self.afterFailure(connection, pending, error))
+                    }
+                }
+                return results
+            }
+        } catch {
+            let failure =
+                error.kind == .unavailable
+                ? LedgerError(
+                    "the ledger's transaction may or may not have been committed (\(error.description)): no signature "
+                        + "of it is handed out", kind: .unavailable)
+                : error
+            results = Array(repeating: .failure(failure), count: group.count)
+        }
+        let elapsed = started.duration(to: .now)
+        statistics.withLock { $0.add(group: group.count, took: elapsed) }
+        return results
+    }
+
+    /// What a record that failed in its savepoint answers: a record refused by the unique index on its
+    /// `Idempotency-Key` (another writer recorded the key meanwhile) gets that record's answer; anything else fails.
+    private static func afterFailure(
+        _ connection: PostgreSQLConnection, _ pending: Pending, _ error: LedgerError
+    ) throws(LedgerError) -> Result<LedgerOutcome, LedgerError> {
+        let signature = pending.signature
+        guard error.kind == .uniqueViolation, error.description.contains(idempotencyIndex),
+            let idempotency = signature.idempotency,
+            let previous = try previousAnswer(
+                connection, bundleId: signature.bundleId, key: idempotency.key, validFrom: idempotency.validFrom)
+        else { return .failure(error) }
+        return .success(LedgerOutcome(recorded: false, usage: .none, previous: previous))
+    }
+
+    private static func record(
+        _ connection: PostgreSQLConnection, _ pending: Pending
+    ) throws(LedgerError) -> LedgerOutcome {
+        let signature = pending.signature
+        if let idempotency = signature.idempotency {
+            if let previous = try previousAnswer(
+                connection, bundleId: signature.bundleId, key: idempotency.key, validFrom: idempotency.validFrom)
+            {
+                return LedgerOutcome(recorded: false, usage: .none, previous: previous)
+            }
+            // A record under this key from before the window frees the key for this one.
+            try connection.execute(Statement.releaseIdempotencyKey, [signature.bundleId, idempotency.key])
+        }
+        var usage = OfferUsage.none
+        if let admit = pending.admit {
+            usage = try Self.usage(connection, signature.usageKey)
+            guard admit(usage) else { return LedgerOutcome(recorded: false, usage: usage) }
+        }
+        try connection.execute(
+            Statement.insertSignature,
+            [
+                signature.bundleId, signature.offerId, signature.customerKey, signature.nonce, signature.keyId,
+                signature.format, String(signature.issuedAt), signature.productId, signature.requestId,
+                signature.idempotency?.key, signature.idempotency?.requestHash,
+                signature.idempotency.map { Hex.encode($0.answer) },
+            ])
+        try connection.execute(Statement.addToTotal, [signature.bundleId, signature.offerId])
+        return LedgerOutcome(recorded: true, usage: usage)
+    }
+
+    public func previousAnswer(
+        bundleId: String, idempotencyKey key: String, validFrom: Int64
+    ) throws(LedgerError) -> PreviousAnswer? {
+        try pool.withConnection { (connection) throws(LedgerError) -> PreviousAnswer? in
+            try Self.previousAnswer(connection, bundleId: bundleId, key: key, validFrom: validFrom)
+        }
+    }
+
+    private static func previousAnswer(
+        _ connection: PostgreSQLConnection, bundleId: String, key: String, validFrom: Int64
+    ) throws(LedgerError) -> PreviousAnswer? {
+        guard let row = try connection.rows(Statement.previousAnswer, [bundleId, key, String(validFrom)]).first
+        else { return nil }
+        guard let answer = Hex.decode(row[1] ?? "") else {
+            throw LedgerError("the answer recorded under an Idempotency-Key came back from PostgreSQL damaged")
+        }
+        return PreviousAnswer(requestHash: row[0] ?? "", answer: answer, nonce: row[2] ?? "")
+    }
+
+    public func signature(nonce: String) throws(LedgerError) -> IssuedSignature? {
+        try pool.withConnection { (connection) throws(LedgerError) -> IssuedSignature? in
+            try connection.rows(Statement.selectSignature, [nonce]).first.map(Self.signature)
+        }
+    }
+
+    public func offerTotals() throws(LedgerError) -> [OfferTotal] {
+        try pool.withConnection { (connection) throws(LedgerError) -> [OfferTotal] in
+            try connection.rows(Statement.offerTotals).map { row in
+                OfferTotal(bundleId: row[0] ?? "", offerId: row[1] ?? "", issued: Int(row[2] ?? "") ?? 0)
+            }
+        }
+    }
+
+    public func history(customerKey: String) throws(LedgerError) -> [IssuedSignature] {
+        try pool.withConnection { (connection) throws(LedgerError) -> [IssuedSignature] in
+            try connection.rows(Statement.customerHistory, [customerKey]).map(Self.signature)
+        }
+    }
+
+    public func forget(customerKey: String) throws(LedgerError) -> Int {
+        try pool.transaction { (connection) throws(LedgerError) -> Int in
+            let signatures = try connection.execute(Statement.forgetSignatures, [customerKey])
+            let redemptions = try connection.execute(Statement.forgetRedemptions, [customerKey])
+            return Int(signatures + redemptions)
+        }
+    }
+
+    public func release(nonce: String) throws(LedgerError) {
+        try pool.transaction { (connection) throws(LedgerError) in
+            try connection.execute(Statement.subtractFromTotal, [nonce])
+            try connection.execute(Statement.deleteSignature, [nonce])
+        }
+    }
+
+    public func isHealthy() -> Bool { pool.isHealthy() }
+
+    /// A row of `selectSignature`'s columns.
+    private static func signature(_ row: [String?]) -> IssuedSignature {
+        IssuedSignature(
+            bundleId: row[0] ?? "", offerId: row[1] ?? "", productId: row[7] ?? "", customerKey: row[2],
+            nonce: row[3] ?? "", keyId: row[4] ?? "", format: row[5] ?? "", issuedAt: Int64(row[6] ?? "") ?? 0,
+            requestId: row[8])
+    }
+
+    /// The four counts in one statement, so they come from one snapshot.
+    private static func usage(_ connection: PostgreSQLConnection, _ key: UsageKey) throws(LedgerError) -> OfferUsage {
+        let parameters = [key.bundleId, key.offerId, key.customerKey, String(key.lastDayStart)]
+        guard let row = try connection.rows(Statement.usage, parameters).first, row.count == 4 else {
+            throw LedgerError("PostgreSQL statement \(Statement.usage.name) returned no row where one was expected")
+        }
+        let counts = row.map { Int($0 ?? "") ?? 0 }
+        return OfferUsage(
+            customerSignatures: counts[1], customerRedemptions: counts[2], offerReservations: counts[0],
+            customerSignaturesLastDay: counts[3])
+    }
+
+    // MARK: - Locks
+
+    /// The advisory locks a group takes (PostgreSQL's two-key form: a class and a key), in the order they are
+    /// taken, as PostgreSQL array literals.
+    struct Locks: Equatable {
+        var classes: String
+        var keys: String
+    }
+
+    /// The classes of advisory lock: distinct from the migrator's single 64-bit key, which PostgreSQL keeps in
+    /// another space.
+    enum LockClass: Int32 {
+        /// An offer of an app: its total, and the counts of its customers.
+        case offer = 0x4F53_4C01
+        /// A customer of an app: the last day's signatures over every offer.
+        case customer = 0x4F53_4C02
+        /// An app's `Idempotency-Key`.
+        case idempotencyKey = 0x4F53_4C03
+    }
+
+    /// The locks for `signatures`: each offer, each customer of a record that is `limited` (counted), each
+    /// idempotency key; without repeats, sorted, so every writer takes them in the same order.
+    static func locks(_ signatures: [IssuedSignature], limited: [Bool]) -> Locks {
+        var pairs = Set<[Int32]>()
+        for (signature, limited) in zip(signatures, limited) {
+            pairs.insert([LockClass.offer.rawValue, lockKey(signature.bundleId, signature.offerId)])
+            if limited, let customerKey = signature.customerKey {
+                pairs.insert([LockClass.customer.rawValue, lockKey(signature.bundleId, customerKey)])
+            }
+            if let idempotency = signature.idempotency {
+                pairs.insert([LockClass.idempotencyKey.rawValue, lockKey(signature.bundleId, idempotency.key)])
+            }
+        }
+        let sorted = pairs.sorted { $0.lexicographicallyPrecedes($1) }
+        return Locks(
+            classes: "{" + sorted.map { String($0[0]) }.joined(separator: ",") + "}",
+            keys: "{" + sorted.map { String($0[1]) }.joined(separator: ",") + "}")
+    }
+
+    /// FNV-1a (32 bits) of the app and the name, a NUL between them. Every replica must compute the same key for
+    /// the same name: this function never changes (two keys that collide only make writers wait for each other).
+    static func lockKey(_ bundleId: String, _ name: String) -> Int32 {
+        var hash: UInt32 = 0x811C_9DC5
+        for byte in bundleId.utf8 + [0] + name.utf8 {
+            hash ^= UInt32(byte)
+            hash = hash &* 0x0100_0193
+        }
+        return Int32(bitPattern: hash)
+    }
+
+    // MARK: - Schema and statements
+
+    /// The name of the unique index that keeps one live record per app and `Idempotency-Key`.
+    static let idempotencyIndex = "issued_by_idempotency_key"
+
+    /// The PostgreSQL ledger's schema (`PostgreSQLMigrator`): version 1 creates the shape the SQLite ledger
+    /// reached at its version 5. A migration, once released, never changes: a change is a new one.
+    static let migrations = [
+        PostgreSQLMigrator.Migration(
+            version: 1,
+            [
+                """
+                CREATE TABLE issued_signatures (
+                    id BIGSERIAL PRIMARY KEY,
+                    bundle_id TEXT NOT NULL,
+                    offer_id TEXT NOT NULL,
+                    customer_key TEXT,
+                    nonce TEXT NOT NULL CONSTRAINT issued_signatures_nonce_unique UNIQUE,
+                    key_id TEXT NOT NULL,
+                    format TEXT NOT NULL,
+                    issued_at_ms BIGINT NOT NULL,
+                    product_id TEXT,
+                    request_id TEXT,
+                    idempotency_key TEXT,
+                    request_hash TEXT,
+                    answer BYTEA
+                )
+                """,
+                "CREATE INDEX issued_by_customer ON issued_signatures (bundle_id, offer_id, customer_key)",
+                "CREATE INDEX issued_by_customer_time ON issued_signatures (bundle_id, customer_key, issued_at_ms)",
+                """
+                CREATE UNIQUE INDEX \(idempotencyIndex) ON issued_signatures (bundle_id, idempotency_key)
+                WHERE idempotency_key IS NOT NULL
+                """,
+                """
+                CREATE TABLE offer_totals (
+                    bundle_id TEXT NOT NULL, offer_id TEXT NOT NULL, issued BIGINT NOT NULL,
+                    PRIMARY KEY (bundle_id, offer_id)
+                )
+                """,
+                """
+                CREATE TABLE redemptions (
+                    id BIGSERIAL PRIMARY KEY,
+                    bundle_id TEXT NOT NULL,
+                    offer_id TEXT NOT NULL,
+                    customer_key TEXT NOT NULL,
+                    transaction_id TEXT NOT NULL UNIQUE,
+                    redeemed_at_ms BIGINT NOT NULL
+                )
+                """,
+                "CREATE INDEX redemptions_by_customer ON redemptions (bundle_id, offer_id, customer_key)",
+            ])
+    ]
+
+    /// Every statement the ledger runs after open, prepared once per connection.
+    enum Statement {
+        /// The group's advisory locks, in the order of the arrays (a function scan keeps it).
+        static let lock = PostgreSQLStatement(
+            "ledger_lock",
+            "SELECT count(pg_advisory_xact_lock(c, k)) FROM unnest($1::integer[], $2::integer[]) AS l(c, k)")
+        /// Offer total (the primary key of `offer_totals`), the customer's signatures (`issued_by_customer`) and
+        /// redemptions (`redemptions_by_customer`) for the offer, and the customer's signatures for the app since
+        /// the start of the last day (`issued_by_customer_time`). A NULL customer counts 0.
+        static let usage = PostgreSQLStatement(
+            "ledger_usage",
+            """
+            SELECT
+                (SELECT coalesce(sum(issued), 0) FROM offer_totals WHERE bundle_id = $1 AND offer_id = $2),
+                (SELECT count(*) FROM issued_signatures
+                    WHERE bundle_id = $1 AND offer_id = $2 AND customer_key = $3),
+                (SELECT count(*) FROM redemptions WHERE bundle_id = $1 AND offer_id = $2 AND customer_key = $3),
+                (SELECT count(*) FROM issued_signatures
+                    WHERE bundle_id = $1 AND customer_key = $3 AND issued_at_ms > $4::bigint)
+            """)
+        static let insertSignature = PostgreSQLStatement(
+            "ledger_insert_signature",
+            """
+            INSERT INTO issued_signatures
+                (bundle_id, offer_id, customer_key, nonce, key_id, format, issued_at_ms, product_id, request_id,
+                 idempotency_key, request_hash, answer)
+            VALUES ($1, $2, $3, $4, $5, $6, $7::bigint, $8, $9, $10, $11, decode($12, 'hex'))
+            """)
+        static let addToTotal = PostgreSQLStatement(
+            "ledger_add_to_total",
+            """
+            INSERT INTO offer_totals (bundle_id, offer_id, issued) VALUES ($1, $2, 1)
+            ON CONFLICT (bundle_id, offer_id) DO UPDATE SET issued = offer_totals.issued + 1
+            """)
+        /// Index `issued_by_idempotency_key`.
+        static let previousAnswer = PostgreSQLStatement(
+            "ledger_previous_answer",
+            """
+            SELECT request_hash, encode(answer, 'hex'), nonce FROM issued_signatures
+            WHERE bundle_id = $1 AND idempotency_key = $2 AND issued_at_ms >= $3::bigint
+            """)
+        static let releaseIdempotencyKey = PostgreSQLStatement(
+            "ledger_release_idempotency_key",
+            "UPDATE issued_signatures SET idempotency_key = NULL WHERE bundle_id = $1 AND idempotency_key = $2")
+        static let selectSignature = PostgreSQLStatement(
+            "ledger_select_signature",
+            """
+            SELECT bundle_id, offer_id, customer_key, nonce, key_id, format, issued_at_ms, product_id, request_id
+            FROM issued_signatures WHERE nonce = $1
+            """)
+        static let offerTotals = PostgreSQLStatement(
+            "ledger_offer_totals", "SELECT bundle_id, offer_id, issued FROM offer_totals ORDER BY bundle_id, offer_id")
+        static let customerHistory = PostgreSQLStatement(
+            "ledger_customer_history",
+            """
+            SELECT bundle_id, offer_id, customer_key, nonce, key_id, format, issued_at_ms, product_id, request_id
+            FROM issued_signatures WHERE customer_key = $1 ORDER BY issued_at_ms, id
+            """)
+        static let forgetSignatures = PostgreSQLStatement(
+            "ledger_forget_signatures", "DELETE FROM issued_signatures WHERE customer_key = $1")
+        static let forgetRedemptions = PostgreSQLStatement(
+            "ledger_forget_redemptions", "DELETE FROM redemptions WHERE customer_key = $1")
+        static let subtractFromTotal = PostgreSQLStatement(
+            "ledger_subtract_from_total",
+            """
+            UPDATE offer_totals SET issued = offer_totals.issued - 1
+            WHERE (bundle_id, offer_id) IN (SELECT bundle_id, offer_id FROM issued_signatures WHERE nonce = $1)
+            """)
+        static let deleteSignature = PostgreSQLStatement(
+            "ledger_delete_signature", "DELETE FROM issued_signatures WHERE nonce = $1")
+    }
+}
+
+/// Bytes as lower-case hexadecimal text and back: how the answer travels to and from a BYTEA column through the
+/// text parameters.
+enum Hex {
+    private static let digits = Array("0123456789abcdef".utf8)
+
+    static func encode(_ bytes: [UInt8]) -> String {
+        var text: [UInt8] = []
+        text.reserveCapacity(bytes.count * 2)
+        for byte in bytes {
+            text.append(digits[Int(byte >> 4)])
+            text.append(digits[Int(byte & 0x0F)])
+        }
+        return String(decoding: text, as: UTF8.self)
+    }
+
+    /// `nil` for text that is not an even number of hexadecimal digits.
+    static func decode(_ text: String) -> [UInt8]? {
+        let characters = Array(text.utf8)
+        guard characters.count % 2 == 0 else { return nil }
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(characters.count / 2)
+        var index = 0
+        while index < characters.count {
+            guard let high = value(characters[index]), let low = value(characters[index + 1]) else { return nil }
+            bytes.append(high << 4 | low)
+            index += 2
+        }
+        return bytes
+    }
+
+    private static func value(_ character: UInt8) -> UInt8? {
+        switch character {
+        case UInt8(ascii: "0")...UInt8(ascii: "9"): return character - UInt8(ascii: "0")
+        case UInt8(ascii: "a")...UInt8(ascii: "f"): return character - UInt8(ascii: "a") + 10
+        case UInt8(ascii: "A")...UInt8(ascii: "F"): return character - UInt8(ascii: "A") + 10
+        default: return nil
+        }
+    }
+}
