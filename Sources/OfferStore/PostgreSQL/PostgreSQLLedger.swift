@@ -64,12 +64,17 @@ public final class PostgreSQLLedger: Ledger {
         if startWriter { writer.async { self.write() } }
     }
 
+    /// The most records one transaction carries (see `write`).
+    static let largestGroup = 64
+
     /// The writer: commits what is waiting, group by group, until nothing is.
     private func write() {
         while true {
+            // At most `largestGroup` per transaction: each record has a savepoint (a subtransaction), and
+            // PostgreSQL slows sharply past 64 of them in one transaction (its per-backend subxid cache).
             let group = waiting.withLock { waiting -> [Pending] in
-                let group = waiting.records
-                waiting.records.removeAll(keepingCapacity: true)
+                let group = Array(waiting.records.prefix(Self.largestGroup))
+                waiting.records.removeFirst(group.count)
                 if group.isEmpty { waiting.writing = false }
                 return group
             }
