@@ -14,21 +14,7 @@ public final class SQLiteLedger: Ledger {
     /// for a group commit's flush: WAL lets a reader see the last committed state while the writer writes. A
     /// private in-memory database has no second connection: reads share the writer's.
     private let reader: Mutex<Connection?>
-    private let waiting = Mutex(Waiting())
-    private let writer = DispatchQueue(label: "offer-signer.ledger.writer")
-    private let statistics = Mutex(CommitStatistics())
-
-    /// Records waiting for the writer, and whether the writer has been asked to run.
-    private struct Waiting {
-        var records: [Pending] = []
-        var writing = false
-    }
-
-    private struct Pending: Sendable {
-        let signature: IssuedSignature
-        let admit: (@Sendable (OfferUsage) -> Bool)?
-        let completion: @Sendable (Result<LedgerOutcome, LedgerError>) -> Void
-    }
+    private let writer: GroupCommit
 
     /// Opens (creating if needed) the database at `path`; `:memory:` gives a private in-memory database.
     public init(path: String) throws(LedgerError) {
@@ -42,6 +28,7 @@ public final class SQLiteLedger: Ledger {
         try connection.execute("PRAGMA secure_delete=ON")
         try LedgerSchema.migrate(connection, path: path)
         self.connection = Mutex(connection)
+        writer = GroupCommit(label: "offer-signer.ledger.sqlite-writer")
         if path == ":memory:" || path.isEmpty {
             reader = Mutex(nil)
         } else {
@@ -72,7 +59,7 @@ public final class SQLiteLedger: Ledger {
     }
 
     /// How many transactions committed records, how many records they carried, and how long they took.
-    public var commitStatistics: CommitStatistics? { statistics.withLock { $0 } }
+    public var commitStatistics: CommitStatistics? { writer.commitStatistics }
 
     public func usage(_ key: UsageKey) throws(LedgerError) -> OfferUsage {
         try read { (connection) throws(LedgerError) -> OfferUsage in
@@ -87,35 +74,13 @@ public final class SQLiteLedger: Ledger {
         _ signature: IssuedSignature, admit: (@Sendable (OfferUsage) -> Bool)?,
         completion: @escaping @Sendable (Result<LedgerOutcome, LedgerError>) -> Void
     ) {
-        let startWriter = waiting.withLock { waiting -> Bool in
-            waiting.records.append(Pending(signature: signature, admit: admit, completion: completion))
-            guard !waiting.writing else { return false }
-            waiting.writing = true
-            return true
-        }
-        if startWriter { writer.async { self.write() } }
-    }
-
-    /// The writer: commits what is waiting, group by group, until nothing is.
-    private func write() {
-        while true {
-            let group = waiting.withLock { waiting -> [Pending] in
-                let group = waiting.records
-                waiting.records.removeAll(keepingCapacity: true)
-                if group.isEmpty { waiting.writing = false }
-                return group
-            }
-            if group.isEmpty { return }
-            let results = commit(group)
-            for (pending, result) in zip(group, results) { pending.completion(result) }
-        }
+        writer.record(signature, admit: admit, completion: completion) { [self] group in commit(group) }
     }
 
     /// One transaction for the whole group; each record in its own savepoint. Until COMMIT returns, no
     /// completion is called: a failed commit fails every record of the group.
-    private func commit(_ group: [Pending]) -> [Result<LedgerOutcome, LedgerError>] {
-        let started = ContinuousClock.now
-        let results = connection.withLock { (connection: inout Connection) -> [Result<LedgerOutcome, LedgerError>] in
+    private func commit(_ group: [GroupCommit.Pending]) -> [Result<LedgerOutcome, LedgerError>] {
+        connection.withLock { (connection: inout Connection) -> [Result<LedgerOutcome, LedgerError>] in
             do throws(LedgerError) {
                 return try connection.transaction { () throws(LedgerError) -> [Result<LedgerOutcome, LedgerError>] in
                     var results: [Result<LedgerOutcome, LedgerError>] = []
@@ -137,12 +102,11 @@ public final class SQLiteLedger: Ledger {
                 return Array(repeating: .failure(error), count: group.count)
             }
         }
-        let elapsed = started.duration(to: .now)
-        statistics.withLock { $0.add(group: group.count, took: elapsed) }
-        return results
     }
 
-    private static func record(_ connection: Connection, _ pending: Pending) throws(LedgerError) -> LedgerOutcome {
+    private static func record(
+        _ connection: Connection, _ pending: GroupCommit.Pending
+    ) throws(LedgerError) -> LedgerOutcome {
         let signature = pending.signature
         if let idempotency = signature.idempotency {
             if let previous = try previousAnswer(

@@ -20,21 +20,9 @@ import Synchronization
 /// the pool; the writer takes one connection of it per group.
 public final class PostgreSQLLedger: Ledger {
     private let pool: PostgreSQLPool
-    private let waiting = Mutex(Waiting())
-    private let writer = DispatchQueue(label: "offer-signer.ledger.postgresql-writer")
-    private let statistics = Mutex(CommitStatistics())
-
-    /// Records waiting for the writer, and whether the writer has been asked to run.
-    private struct Waiting {
-        var records: [Pending] = []
-        var writing = false
-    }
-
-    private struct Pending: Sendable {
-        let signature: IssuedSignature
-        let admit: (@Sendable (OfferUsage) -> Bool)?
-        let completion: @Sendable (Result<LedgerOutcome, LedgerError>) -> Void
-    }
+    /// At most 64 records per transaction: each has a savepoint (a subtransaction), and PostgreSQL slows sharply
+    /// past 64 of them in one transaction (its per-backend subtransaction cache).
+    private let writer = GroupCommit(label: "offer-signer.ledger.postgresql-writer", largestGroup: 64)
 
     /// Connects (at most `connections` at once: the service's worker threads and one for the writer) and
     /// brings the schema up to date. Fails when the database cannot be reached or its schema is newer than this
@@ -45,7 +33,7 @@ public final class PostgreSQLLedger: Ledger {
     }
 
     /// How many transactions committed records, how many records they carried, and how long they took.
-    public var commitStatistics: CommitStatistics? { statistics.withLock { $0 } }
+    public var commitStatistics: CommitStatistics? { writer.commitStatistics }
 
     public func usage(_ key: UsageKey) throws(LedgerError) -> OfferUsage {
         try pool.withConnection { (connection) throws(LedgerError) -> OfferUsage in try Self.usage(connection, key) }
@@ -55,39 +43,12 @@ public final class PostgreSQLLedger: Ledger {
         _ signature: IssuedSignature, admit: (@Sendable (OfferUsage) -> Bool)?,
         completion: @escaping @Sendable (Result<LedgerOutcome, LedgerError>) -> Void
     ) {
-        let startWriter = waiting.withLock { waiting -> Bool in
-            waiting.records.append(Pending(signature: signature, admit: admit, completion: completion))
-            guard !waiting.writing else { return false }
-            waiting.writing = true
-            return true
-        }
-        if startWriter { writer.async { self.write() } }
-    }
-
-    /// The most records one transaction carries (see `write`).
-    static let largestGroup = 64
-
-    /// The writer: commits what is waiting, group by group, until nothing is.
-    private func write() {
-        while true {
-            // At most `largestGroup` per transaction: each record has a savepoint (a subtransaction), and
-            // PostgreSQL slows sharply past 64 of them in one transaction (its per-backend subxid cache).
-            let group = waiting.withLock { waiting -> [Pending] in
-                let group = Array(waiting.records.prefix(Self.largestGroup))
-                waiting.records.removeFirst(group.count)
-                if group.isEmpty { waiting.writing = false }
-                return group
-            }
-            if group.isEmpty { return }
-            let results = commit(group)
-            for (pending, result) in zip(group, results) { pending.completion(result) }
-        }
+        writer.record(signature, admit: admit, completion: completion) { [self] group in commit(group) }
     }
 
     /// One transaction for the whole group, its locks taken first; each record in its own savepoint. Until COMMIT
     /// returns, no completion is called: a failed commit (or one whose outcome is unknown) fails every record.
-    private func commit(_ group: [Pending]) -> [Result<LedgerOutcome, LedgerError>] {
-        let started = ContinuousClock.now
+    private func commit(_ group: [GroupCommit.Pending]) -> [Result<LedgerOutcome, LedgerError>] {
         let results: [Result<LedgerOutcome, LedgerError>]
         do throws(LedgerError) {
             results = try pool.transaction { (connection) throws(LedgerError) -> [Result<LedgerOutcome, LedgerError>] in
@@ -117,15 +78,13 @@ public final class PostgreSQLLedger: Ledger {
                 : error
             results = Array(repeating: .failure(failure), count: group.count)
         }
-        let elapsed = started.duration(to: .now)
-        statistics.withLock { $0.add(group: group.count, took: elapsed) }
         return results
     }
 
     /// What a record that failed in its savepoint answers: a record refused by the unique index on its
     /// `Idempotency-Key` (another writer recorded the key meanwhile) gets that record's answer; anything else fails.
     private static func afterFailure(
-        _ connection: PostgreSQLConnection, _ pending: Pending, _ error: LedgerError
+        _ connection: PostgreSQLConnection, _ pending: GroupCommit.Pending, _ error: LedgerError
     ) throws(LedgerError) -> Result<LedgerOutcome, LedgerError> {
         let signature = pending.signature
         guard error.kind == .uniqueViolation, error.description.contains(idempotencyIndex),
@@ -137,7 +96,7 @@ public final class PostgreSQLLedger: Ledger {
     }
 
     private static func record(
-        _ connection: PostgreSQLConnection, _ pending: Pending
+        _ connection: PostgreSQLConnection, _ pending: GroupCommit.Pending
     ) throws(LedgerError) -> LedgerOutcome {
         let signature = pending.signature
         if let idempotency = signature.idempotency {

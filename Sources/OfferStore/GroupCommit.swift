@@ -1,0 +1,69 @@
+import Dispatch
+import OfferCore
+import Synchronization
+
+/// The writer both file-backed ledgers share: records wait in a queue; one writer (a serial dispatch queue)
+/// takes every record waiting, up to `largestGroup`, hands them to `commit` as one group (one transaction, one
+/// flush), and calls each completion with its result only after `commit` returned. While a group commits, new
+/// records gather for the next one, so the busier the service, the more signatures one flush serves.
+final class GroupCommit: Sendable {
+    /// One record waiting for the writer.
+    struct Pending: Sendable {
+        let signature: IssuedSignature
+        let admit: (@Sendable (OfferUsage) -> Bool)?
+        let completion: @Sendable (Result<LedgerOutcome, LedgerError>) -> Void
+    }
+
+    private struct Waiting {
+        var records: [Pending] = []
+        var writing = false
+    }
+
+    private let waiting = Mutex(Waiting())
+    private let writer: DispatchQueue
+    private let statistics = Mutex(CommitStatistics())
+    private let largestGroup: Int
+
+    init(label: String, largestGroup: Int = .max) {
+        writer = DispatchQueue(label: label)
+        self.largestGroup = largestGroup
+    }
+
+    /// How many transactions committed records, how many records they carried, and how long they took.
+    var commitStatistics: CommitStatistics { statistics.withLock { $0 } }
+
+    /// Queues a record; the writer starts if it is not running. `commit` commits one group in one transaction
+    /// and returns one result per record, in order (a failed transaction fails every record); the ledger passes
+    /// the same function with every record.
+    func record(
+        _ signature: IssuedSignature, admit: (@Sendable (OfferUsage) -> Bool)?,
+        completion: @escaping @Sendable (Result<LedgerOutcome, LedgerError>) -> Void,
+        commit: @escaping @Sendable ([Pending]) -> [Result<LedgerOutcome, LedgerError>]
+    ) {
+        let startWriter = waiting.withLock { waiting -> Bool in
+            waiting.records.append(Pending(signature: signature, admit: admit, completion: completion))
+            guard !waiting.writing else { return false }
+            waiting.writing = true
+            return true
+        }
+        if startWriter { writer.async { self.write(commit) } }
+    }
+
+    /// The writer: commits what is waiting, group by group, until nothing is.
+    private func write(_ commit: @Sendable ([Pending]) -> [Result<LedgerOutcome, LedgerError>]) {
+        while true {
+            let group = waiting.withLock { waiting -> [Pending] in
+                let group = Array(waiting.records.prefix(largestGroup))
+                waiting.records.removeFirst(group.count)
+                if group.isEmpty { waiting.writing = false }
+                return group
+            }
+            if group.isEmpty { return }
+            let started = ContinuousClock.now
+            let results = commit(group)
+            let elapsed = started.duration(to: .now)
+            statistics.withLock { $0.add(group: group.count, took: elapsed) }
+            for (pending, result) in zip(group, results) { pending.completion(result) }
+        }
+    }
+}
