@@ -707,6 +707,36 @@ def print_table(results: dict, baseline_sign: float) -> None:
     )
 
 
+def serve_and_measure(
+    args: argparse.Namespace, binary: str, config: Path, directory: Path, plan: list[Scenario], results: dict
+) -> tuple[int | None, dict, str]:
+    """Serves `config`, preflights and loads every scenario of `plan` into `results`, and stops the server (exit
+    status 0 required). Returns the server's thread count, its settled request counts and its stderr."""
+    server = Server(binary, config, directory)
+    try:
+        threads = server.thread_count()
+        for scenario in plan:
+            preflight(server.port, scenario)
+        for scenario in plan:
+            print(f"{scenario.label} ...", flush=True)
+            result = run_wrk(args, server.port, scenario, directory, server)
+            results[scenario.key] = {"label": scenario.label, "method": scenario.method, "path": scenario.path, **result}
+        counts = settled_counts(server.port)
+    except BaseException:
+        # Abort: still try a graceful stop, then make sure the server is gone.
+        try:
+            server.stop()
+        except BenchError:
+            pass
+        server.kill()
+        raise
+    status = server.stop()
+    stderr = server.stderr()
+    if status != 0:
+        raise BenchError(f"the server ({config.name}) exited {status} after SIGTERM (expected 0):\n{stderr}")
+    return threads, counts, stderr
+
+
 def parse_args(argv: list[str]) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--bin", required=True, help="the release binary, e.g. .build/release/offer-signer")
@@ -752,62 +782,15 @@ def main(argv: list[str]) -> int:
             crypto = openssl_speed()
             config_path, ledger_path, signed_transaction = make_deployment(binary, directory)
             plan = scenarios(signed_transaction)
-            server = Server(binary, config_path, directory)
-            try:
-                threads = server.thread_count()
-                for scenario in plan:
-                    preflight(server.port, scenario)
-                results: dict[str, dict] = {}
-                for scenario in plan:
-                    print(f"{scenario.label} ...", flush=True)
-                    result = run_wrk(args, server.port, scenario, directory, server)
-                    results[scenario.key] = {
-                        "label": scenario.label,
-                        "method": scenario.method,
-                        "path": scenario.path,
-                        **result,
-                    }
-            except BaseException:
-                # Abort: still try a graceful stop, then make sure the server is gone.
-                try:
-                    server.stop()
-                except BenchError:
-                    pass
-                server.kill()
-                raise
-            status = server.stop()
-            server_stderr = server.stderr()
-            if status != 0:
-                raise BenchError(f"the server exited {status} after SIGTERM (expected 0):\n{server_stderr}")
+            results: dict[str, dict] = {}
+            threads, _, server_stderr = serve_and_measure(args, binary, config_path, directory, plan, results)
 
             # The same signatures with a SQLite ledger that records each one before it is answered.
             ledger_plan = ledger_scenarios()
             plan += ledger_plan
-            server = Server(binary, ledger_path, directory)
-            try:
-                for scenario in ledger_plan:
-                    preflight(server.port, scenario)
-                for scenario in ledger_plan:
-                    print(f"{scenario.label} ...", flush=True)
-                    result = run_wrk(args, server.port, scenario, directory, server)
-                    results[scenario.key] = {
-                        "label": scenario.label,
-                        "method": scenario.method,
-                        "path": scenario.path,
-                        **result,
-                    }
-                answered = settled_counts(server.port).get(("/v1/signatures/promotional-offer", "200"), 0)
-            except BaseException:
-                try:
-                    server.stop()
-                except BenchError:
-                    pass
-                server.kill()
-                raise
-            status = server.stop()
-            server_stderr += server.stderr()
-            if status != 0:
-                raise BenchError(f"the ledger server exited {status} after SIGTERM (expected 0):\n{server_stderr}")
+            _, counts, ledger_stderr = serve_and_measure(args, binary, ledger_path, directory, ledger_plan, results)
+            server_stderr += ledger_stderr
+            answered = counts.get(("/v1/signatures/promotional-offer", "200"), 0)
             rows = ledger_rows(directory / "ledger.sqlite")
             # Every answered signature is recorded; wrk's last requests at each stop may be recorded and never
             # answered (the client was gone), at most one per connection per endpoint.
