@@ -17,6 +17,7 @@ public enum StorageLocation: Sendable, Equatable, CustomStringConvertible {
     /// a `postgresql://` (or `postgres://`) URI that libpq accepts, or `memory`.
     public static func parse(_ text: String, baseDirectory: String) throws(ConfigError) -> StorageLocation {
         let prefix = "sqlite:"
+        if text == "none" { return .none }
         if text == "memory" { return .memory }
         if text.hasPrefix(prefix), text.count > prefix.count {
             return .sqlite(Identifiers.resolve(String(text.dropFirst(prefix.count)), against: baseDirectory))
@@ -28,7 +29,8 @@ public enum StorageLocation: Sendable, Equatable, CustomStringConvertible {
                 throw ConfigError(path: "$.storage", error.description)
             }
         }
-        throw ConfigError(path: "$.storage", "expected \"sqlite:PATH\", \"postgresql://...\" or \"memory\"")
+        throw ConfigError(
+            path: "$.storage", "expected \"sqlite:PATH\", \"postgresql://...\", \"memory\" or \"none\"")
     }
 
     /// Opens the ledger: `nil` for `.none`; a SQLite file is created 0600 (its missing folders 0700) and its

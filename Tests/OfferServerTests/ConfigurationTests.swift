@@ -247,6 +247,21 @@ struct ConfigurationTests {
     }
 
     @Test(
+        "without storage there is a warning that nothing is recorded; \"none\" says it is meant, and still needs no limits",
+        arguments: [
+            ("", true), (#""storage": "none", "#, false), (#""storage": "sqlite:l.sqlite", "#, false),
+        ] as [(String, Bool)])
+    func storageWarning(extra: String, warned: Bool) throws {
+        let config = try parse(Self.document(extra: extra))
+        let warning = config.warnings(at: 0).first { $0.hasPrefix("$.storage: not set, so there is no ledger") }
+        #expect((warning != nil) == warned)
+        #expect(config.settings.storageIsNamed == !extra.isEmpty)
+        #expect(throws: ConfigErrors.self) {
+            try parse(Self.document(offer: #", "limits": {"total": 5}"#, extra: #""storage": "none", "#))
+        }
+    }
+
+    @Test(
         "a misspelt key anywhere is named with the closest known one",
         arguments: [
             (document(extra: #""listen": {"prot": 8080}, "#), "$.listen.prot", "port"),

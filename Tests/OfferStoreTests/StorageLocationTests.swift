@@ -10,6 +10,7 @@ struct StorageLocationTests {
         "memory and sqlite:PATH, relative paths against the configuration's folder",
         arguments: [
             ("memory", "/etc/offer-signer", StorageLocation.memory),
+            ("none", "/etc/offer-signer", .none),
             ("sqlite:ledger.sqlite", "/etc/offer-signer", .sqlite("/etc/offer-signer/ledger.sqlite")),
             ("sqlite:.data/l.sqlite", "/etc/offer-signer/", .sqlite("/etc/offer-signer/.data/l.sqlite")),
             ("sqlite:/var/lib/l.sqlite", "/etc/offer-signer", .sqlite("/var/lib/l.sqlite")),
@@ -21,10 +22,14 @@ struct StorageLocationTests {
 
     @Test(
         "anything else is an error at $.storage",
-        arguments: ["", "sqlite:", "postgres:x", "postgresql:x", "Memory", "file.sqlite", "PostgreSQL://db/offers"])
+        arguments: [
+            "", "sqlite:", "postgres:x", "postgresql:x", "Memory", "None", "file.sqlite", "PostgreSQL://db/offers",
+        ])
     func rejects(text: String) {
-        #expect(throws: ConfigError(path: "$.storage", "expected \"sqlite:PATH\", \"postgresql://...\" or \"memory\""))
-        {
+        #expect(
+            throws: ConfigError(
+                path: "$.storage", "expected \"sqlite:PATH\", \"postgresql://...\", \"memory\" or \"none\"")
+        ) {
             try StorageLocation.parse(text, baseDirectory: "/etc")
         }
     }

@@ -5,6 +5,11 @@ extension Configuration {
     /// `config check`.
     public func warnings(at now: Int64) -> [String] {
         var out: [String] = []
+        if !settings.storageIsNamed {
+            out.append(
+                "$.storage: not set, so there is no ledger: signatures are not recorded and Idempotency-Key has no "
+                    + "effect; set \"sqlite:PATH\" (or \"postgresql://...\"), or \"none\" to say you mean it")
+        }
         let trusted = Set(settings.trust.environments)
         for app in apps {
             if app.localTesting {

@@ -40,6 +40,9 @@ public struct Settings: Sendable {
     public var rateLimit: RateLimit?
     /// Where the ledger of issued signatures lives; needed when an offer has `limits`.
     public var storage = StorageLocation.none
+    /// Whether the configuration names its storage (`"none"` included); without it there is no ledger, which
+    /// `config check` and the service warn about.
+    public var storageIsNamed = false
     public var trust = Trust()
     public var logging = Logging()
 
@@ -55,6 +58,7 @@ public struct Settings: Sendable {
         if let listen = reader.value("listen") { settings.listen = parseListen(listen, errors: &errors) }
         if let rateLimit = reader.value("rateLimit") { settings.rateLimit = parseRateLimit(rateLimit, errors: &errors) }
         if let storage = reader.string("storage", required: false) {
+            settings.storageIsNamed = true
             do {
                 settings.storage = try StorageLocation.parse(storage, baseDirectory: baseDirectory)
             } catch {
