@@ -95,7 +95,7 @@ format:
 	swift format --in-place --recursive $(LINT_PATHS)
 
 bench: release $(VENV)/.installed
-	$(VENV)/bin/python Benchmarks/run.py --bin $(BIN)
+	$(WITH_POSTGRES) $(VENV)/bin/python Benchmarks/run.py --bin $(BIN)
 
 clean:
 	rm -rf .build $(EXAMPLE)/.build $(VENV)

@@ -196,6 +196,7 @@ def make_deployment(binary: str, directory: Path) -> tuple[Path, Path, str]:
     run_command([binary, "keys", "generate", "--key-id", KEY_ID, "--out", str(key_file)])
     run_command([binary, "testkit", "ca", "--out", str(directory / "ca")])
     config = {
+        "storage": "none",
         "trust": {"rootCertificates": ["ca/root.cer"], "environments": ["Production", "Sandbox"]},
         "apps": [
             {
@@ -418,8 +419,8 @@ class Scenario:
 
     def check_response(self, data: dict) -> None:
         """Checks that a 200 response is the work this scenario means to measure."""
-        if self.key in ("promotional_jws", "promotional_verified", "sqlite_jws", "sqlite_limited"):
-            offer = {"promotional_verified": RULE_OFFER, "sqlite_limited": LIMITED_OFFER}.get(self.key, OPEN_OFFER)
+        if self.key in ("promotional_jws", "promotional_verified") or self.key.endswith(("_jws", "_limited")):
+            offer = LIMITED_OFFER if self.key.endswith("_limited") else RULE_OFFER if self.key == "promotional_verified" else OPEN_OFFER
             parts = data.get("compactJWS", "").split(".")
             if data.get("format") != "jws" or len(parts) != 3:
                 raise BenchError(f"{self.label}: no JWS in the response: {data}")
@@ -480,20 +481,20 @@ def scenarios(signed_transaction: str) -> list[Scenario]:
     ]
 
 
-def ledger_scenarios() -> list[Scenario]:
-    """Against the server with a SQLite ledger: every signature recorded before it is answered."""
+def ledger_scenarios(backend: str = "sqlite", name: str = "SQLite") -> list[Scenario]:
+    """Against a server with a ledger: every signature recorded before it is answered."""
     return [
         Scenario(
-            "sqlite_jws",
-            "POST promotional-offer JWS, SQLite ledger",
+            f"{backend}_jws",
+            f"POST promotional-offer JWS, {name} ledger",
             "POST",
             "/v1/signatures/promotional-offer",
             {"bundleId": BUNDLE_ID, "productId": PRODUCT_ID, "offerId": OPEN_OFFER},
             True,
         ),
         Scenario(
-            "sqlite_limited",
-            "POST promotional-offer JWS, limited, SQLite",
+            f"{backend}_limited",
+            f"POST promotional-offer JWS, limited, {name}",
             "POST",
             "/v1/signatures/promotional-offer",
             {"bundleId": BUNDLE_ID, "productId": PRODUCT_ID, "offerId": LIMITED_OFFER},
@@ -744,6 +745,12 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--connections", type=int, default=32, help="wrk keep-alive connections (default 32)")
     parser.add_argument("--threads", type=int, default=2, help="wrk threads (default 2)")
     parser.add_argument(
+        "--postgres",
+        default=os.environ.get("OFFER_SIGNER_TEST_POSTGRES"),
+        help="a PostgreSQL DSN for the PostgreSQL ledger scenarios (default: $OFFER_SIGNER_TEST_POSTGRES, which "
+        "`make bench` sets to a throwaway cluster); without one they are left out",
+    )
+    parser.add_argument(
         "--out",
         default=str(Path(__file__).resolve().parent / "results" / "latest.json"),
         help="where to write the JSON results (default Benchmarks/results/latest.json)",
@@ -800,6 +807,16 @@ def main(argv: list[str]) -> int:
                     f"the ledger holds {rows} signatures for {answered} answered with 200 "
                     f"(expected between {answered} and {answered + in_flight})"
                 )
+            if args.postgres:
+                # The same on a PostgreSQL ledger (the database the DSN names; its tables are created at start).
+                pg_config = json.loads(ledger_path.read_text(encoding="utf-8"))
+                pg_config["storage"] = args.postgres
+                pg_path = directory / "offer-signer-postgresql.json"
+                pg_path.write_text(json.dumps(pg_config, indent=2) + "\n", encoding="utf-8")
+                pg_plan = ledger_scenarios("postgresql", "PostgreSQL")
+                plan += pg_plan
+                _, _, pg_stderr = serve_and_measure(args, binary, pg_path, directory, pg_plan, results)
+                server_stderr += pg_stderr
             recording = {
                 "signaturesAnswered": answered,
                 "signaturesInLedger": rows,
@@ -808,6 +825,14 @@ def main(argv: list[str]) -> int:
                 "limitedToNoLedger": results["sqlite_limited"]["requestsPerSecond"]
                 / results["promotional_jws"]["requestsPerSecond"],
             }
+            if args.postgres:
+                recording["postgresqlToNoLedger"] = (
+                    results["postgresql_jws"]["requestsPerSecond"] / results["promotional_jws"]["requestsPerSecond"]
+                )
+                recording["postgresqlLimitedToNoLedger"] = (
+                    results["postgresql_limited"]["requestsPerSecond"]
+                    / results["promotional_jws"]["requestsPerSecond"]
+                )
     except BenchError as error:
         print(f"error: {error}", file=sys.stderr)
         return 1
@@ -825,6 +850,11 @@ def main(argv: list[str]) -> int:
         f"\nledger: {recording['signaturesInLedger']} signatures in the SQLite file for {recording['signaturesAnswered']} "
         f"answered (wrk's last requests may be recorded unanswered); recording every signature runs at {recording['sqliteToNoLedger']:.2f} of the throughput "
         f"without a ledger, a limited offer at {recording['limitedToNoLedger']:.2f}"
+        + (
+            f"; on PostgreSQL {recording['postgresqlToNoLedger']:.2f} and {recording['postgresqlLimitedToNoLedger']:.2f}"
+            if "postgresqlToNoLedger" in recording
+            else ""
+        )
     )
     if server_stderr.strip():
         print(f"\nserver stderr:\n{server_stderr.strip()[-2000:]}")
