@@ -6,7 +6,8 @@
 2. The kinds are exactly the expected set, one each.
 3. The Deployment: three replicas, /livez and /readyz probes, requests and limits, the restrictive security
    context, keys from a Secret mounted read-only with mode 0440 and runAsGroup equal to fsGroup, PGPASSWORD from
-   a Secret. The ConfigMap's configuration: no password, TLS verified, every file it names mounted or in the image.
+   a Secret. The ConfigMap's configuration: no password, TLS verified, every file it names mounted or in the image,
+   and `offer-signer config check` accepts it (with local files and `memory` for the database).
    The Service, PodDisruptionBudget and NetworkPolicy select the Deployment's pods and say what README says.
 4. The Containerfile: built with --static-swift-stdlib, run as 10001 on debian:bookworm-slim, and its runtime
    stage installs the Debian package of every shared library the built binary links (readelf for the libraries
@@ -31,7 +32,7 @@ from urllib.parse import parse_qs, urlsplit
 import pytest
 import yaml
 
-from support import REPO_ROOT, binary
+from support import REPO_ROOT, binary, generate_key, run_cli
 
 KUBERNETES = REPO_ROOT / "Deploy" / "kubernetes"
 CONTAINERFILE = REPO_ROOT / "Deploy" / "container" / "Containerfile"
@@ -277,6 +278,24 @@ def test_the_configuration_holds_no_password_and_names_only_mounted_files(docume
     assert "/tmp/key.p8 is not in a mounted Secret" in problems
     assert any("not in the image" in problem for problem in configuration_problems(
         configmap, deployment, containerfile.replace("AppleRootCA-G3.cer /usr", "AppleRootCA-G3.cer /opt")))
+
+
+def test_the_configuration_passes_config_check(documents, tmp_path: Path):
+    """The ConfigMap's configuration as the binary reads it, with its files and database replaced by local ones."""
+    config = json.loads(one(documents, "ConfigMap")["data"]["offer-signer.json"])
+    assert config["storage"].startswith("postgresql://")
+    config["storage"] = "memory"
+    config["trust"]["rootCertificates"] = [str(REPO_ROOT / "Keys" / "apple" / "AppleRootCA-G3.cer")]
+    for app in config["apps"]:
+        for key in app["keys"]:
+            key["privateKeyFile"] = str(generate_key(tmp_path, key["keyId"]))
+    path = tmp_path / "offer-signer.json"
+    path.write_text(json.dumps(config))
+    result = run_cli("config", "check", "--config", str(path))
+    assert result.returncode == 0, result.stdout + result.stderr
+    config["listen"]["hots"] = "0.0.0.0"
+    path.write_text(json.dumps(config))
+    assert run_cli("config", "check", "--config", str(path)).returncode != 0
 
 
 def companion_problems(documents: list[dict[str, Any]]) -> list[str]:
