@@ -5,7 +5,8 @@
 #endif
 
 /// Loads `.p8` key files with the care ssh takes: the file must exist, be a regular file, and be
-/// readable by its owner only. Errors name the path, never the contents.
+/// readable by its owner only, or also by the process's own group (a Kubernetes Secret mounted with `fsGroup`
+/// is 0440). Errors name the path, never the contents.
 public enum PrivateKeyFile {
     /// Reads and parses a P-256 PKCS#8 PEM key file.
     public static func load(path: String) throws -> SigningKey {
@@ -19,10 +20,12 @@ public enum PrivateKeyFile {
         }
     }
 
-    /// Reads a file that must not be readable, writable or executable by group or others. The checks run on
-    /// the opened file (`fstat`), so the file checked is the file read. Symbolic links are followed, as
-    /// Kubernetes mounts secrets through them; the mode checked is the target's. Messages call it `what` (a
-    /// password file is read alike).
+    /// Reads a file that others cannot access at all and its group can at most read, and then only when the
+    /// file's group is the process's own (effective) group: Kubernetes mounts a Secret with `fsGroup` as 0440
+    /// files of that group, so a pod whose `runAsGroup` equals its `fsGroup` reads its keys and no other group
+    /// can. The checks run on the opened file (`fstat`), so the file checked is the file read. Symbolic links
+    /// are followed, as Kubernetes mounts secrets through them; the mode and group checked are the target's.
+    /// Messages call it `what` (a password file is read alike).
     public static func readProtected(path: String, what: String = "key file") throws -> [UInt8] {
         let fd = open(path, O_RDONLY | O_CLOEXEC)
         guard fd >= 0 else {
@@ -37,13 +40,7 @@ public enum PrivateKeyFile {
         guard (info.st_mode & S_IFMT) == S_IFREG else {
             throw CryptoError(.keyFileUnreadable, "\(path): \(what) is not a regular file")
         }
-        let mode = info.st_mode & 0o777
-        guard mode & 0o077 == 0 else {
-            let octal = String(mode, radix: 8)
-            throw CryptoError(
-                .keyFileTooOpen,
-                "\(path): \(what) mode is 0\(octal); group and others must have no access (run: chmod 600 \(path))")
-        }
+        try checkAccess(path: path, what: what, mode: info.st_mode & 0o777, group: info.st_gid, ownGroup: getegid())
         guard info.st_size <= 1 << 20 else { throw CryptoError(.invalidKey, "\(path): \(what) is too large") }
         var bytes = [UInt8](repeating: 0, count: Int(info.st_size))
         var filled = 0
@@ -55,6 +52,25 @@ public enum PrivateKeyFile {
             filled += count
         }
         return bytes
+    }
+
+    /// Refuses a mode that lets others in at all, or the group do more than read, or a group other than
+    /// `ownGroup` read.
+    static func checkAccess(path: String, what: String, mode: mode_t, group: gid_t, ownGroup: gid_t) throws {
+        let octal = "0" + String(mode, radix: 8)
+        guard mode & 0o007 == 0, mode & 0o070 == 0 || mode & 0o070 == 0o040 else {
+            throw CryptoError(
+                .keyFileTooOpen,
+                "\(path): \(what) mode is \(octal); others must have no access and the group at most read access "
+                    + "(run: chmod 600 \(path))")
+        }
+        guard mode & 0o070 == 0 || group == ownGroup else {
+            throw CryptoError(
+                .keyFileTooOpen,
+                "\(path): \(what) mode is \(octal) and its group (gid \(group)) is not this process's group "
+                    + "(gid \(ownGroup)); a group-readable key must belong to the service's own group "
+                    + "(run: chmod 600 \(path), or in Kubernetes set runAsGroup equal to fsGroup)")
+        }
     }
 
     /// Writes key bytes to a new file created with mode 0600; refuses to overwrite.

@@ -125,7 +125,7 @@ struct SigningKeyTests {
             guard let error = error as? CryptoError else { return false }
             return error.code == .keyFileTooOpen && error.message.contains("0644") && !error.message.contains("BEGIN")
         }
-        chmod(path, 0o640)
+        chmod(path, 0o660)
         #expect(throws: CryptoError.self) { _ = try PrivateKeyFile.load(path: path) }
         #expect {
             _ = try PrivateKeyFile.load(path: directory + "/missing.p8")

@@ -99,8 +99,8 @@ struct PostgreSQLConfigurationTests {
         let error = #expect(throws: LedgerError.self) { try PostgreSQLConnection(configuration) }
         #expect(
             error?.description
-                == "cannot read the PostgreSQL password: \(open): password file mode is 0644; group and others must "
-                + "have no access (run: chmod 600 \(open))")
+                == "cannot read the PostgreSQL password: \(open): password file mode is 0644; others must have no "
+                + "access and the group at most read access (run: chmod 600 \(open))")
         let missing = role.scratch.file("missing")
         let missingError = #expect(throws: LedgerError.self) {
             try PostgreSQLConnection(role.schema.configuration(passwordFile: missing))
