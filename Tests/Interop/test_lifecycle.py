@@ -126,12 +126,15 @@ def test_key_file_mode_0644_rejected(tmp_path):
     assert "PRIVATE KEY" not in result.stdout + result.stderr
 
 
-@pytest.mark.parametrize("mode", [0o640, 0o604, 0o700, 0o400])
+@pytest.mark.parametrize("mode", [0o640, 0o440, 0o660, 0o604, 0o700, 0o400])
 def test_key_file_other_modes(tmp_path, mode):
+    """Others never; the group at most read, and only the process's own group (a Kubernetes Secret with
+    fsGroup): the file made here has the test's own group."""
     key = KeyMaterial.load("MODEKEY001", generate_key(tmp_path, "MODEKEY001"))
     os.chmod(key.path, mode)
+    assert os.stat(key.path).st_gid == os.getegid()
     status, output = config_check(write_config(tmp_path / "config.json", [key]))
-    allowed = mode & 0o077 == 0
+    allowed = mode & 0o007 == 0 and mode & 0o070 in (0, 0o040)
     assert (status == 0) == allowed, (oct(mode), output)
 
 
