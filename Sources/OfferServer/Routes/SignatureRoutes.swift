@@ -226,14 +226,15 @@ struct Idempotency: Sendable {
     let validFrom: Int64
 
     /// Reads the header: 1 to 255 visible ASCII characters, else 400 naming it.
-    init?(_ request: HTTPRequest, route: String, body: [UInt8], now: Int64) throws(OfferError) {
+    /// `body` is the request as read, encoded again only when the header is there (the hot path has none).
+    init?(_ request: HTTPRequest, route: String, body: @autoclosure () -> [UInt8], now: Int64) throws(OfferError) {
         guard let key = request.headers["idempotency-key"] else { return nil }
         guard (1...255).contains(key.utf8.count), key.utf8.allSatisfy({ (0x21...0x7E).contains($0) }) else {
             throw OfferError.invalidRequest(
                 "header \"Idempotency-Key\" must be 1 to 255 visible ASCII characters", field: "Idempotency-Key")
         }
         self.key = key
-        requestHash = Hex.encode(SHA256.hash(Array(route.utf8) + [0x0A] + body))
+        requestHash = Hex.encode(SHA256.hash(Array(route.utf8) + [0x0A] + body()))
         validFrom = now - Self.window
     }
 
