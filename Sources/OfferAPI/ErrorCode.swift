@@ -31,6 +31,9 @@ public struct ErrorCode: RawRepresentable, Sendable, Hashable, CustomStringConve
     public static let payloadTooLarge = ErrorCode(rawValue: "payload_too_large")
     /// 429: over the rate limit for this client (`Retry-After` header).
     public static let rateLimited = ErrorCode(rawValue: "rate_limited")
+    /// 429: this customer got the app's `signaturesPerCustomerPerDay` promotional offer signatures in the last 24
+    /// hours (`Retry-After` header: when the oldest leaves the window).
+    public static let customerRateLimited = ErrorCode(rawValue: "customer_rate_limited")
     /// 500: the server failed (for example, signing failed).
     public static let internalError = ErrorCode(rawValue: "internal_error")
     /// 503 from `/readyz`: no app configured, or the ledger does not answer.

@@ -45,6 +45,9 @@ final class Connection: @unchecked Sendable {
         guard sqlite3_step(statement) == SQLITE_DONE else { throw failure("statement failed") }
     }
 
+    /// Rows the last INSERT, UPDATE or DELETE changed.
+    var changes: Int { Int(sqlite3_changes(handle)) }
+
     /// The first column of the one row `sql` returns, as an integer.
     func scalar(_ sql: String, _ values: [Value]) throws(LedgerError) -> Int64 {
         let statement = try prepare(sql, values)

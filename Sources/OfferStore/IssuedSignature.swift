@@ -4,6 +4,8 @@ import OfferCore
 /// key, in which request. Every signature the service issues is recorded, limited offer or not.
 public struct IssuedSignature: Sendable, Equatable {
     public var bundleId: String
+    /// Production or Sandbox counts (an app's `sandbox: separate`).
+    public var namespace: LedgerNamespace
     public var offerId: String
     /// The product the signature is for.
     public var productId: String
@@ -19,6 +21,9 @@ public struct IssuedSignature: Sendable, Equatable {
     public var requestId: String?
     /// The client's `Idempotency-Key` and what it stands for, when the request had one.
     public var idempotency: Idempotency?
+    /// How long the signature holds a place against its offer's limits, in milliseconds: the offer's
+    /// `signatureTTL`, used to count when it is recorded (not stored: counts always use the offer's current one).
+    public var signatureTTL: Int64
 
     /// A request's `Idempotency-Key`: a repeat of the same request (same `requestHash`) under the same key, from
     /// `validFrom` on, gets `answer` again instead of a new signature.
@@ -41,9 +46,12 @@ public struct IssuedSignature: Sendable, Equatable {
 
     public init(
         bundleId: String, offerId: String, productId: String, customerKey: String?, nonce: String, keyId: String,
-        format: String, issuedAt: Int64, requestId: String? = nil, idempotency: Idempotency? = nil
+        format: String, issuedAt: Int64, requestId: String? = nil, idempotency: Idempotency? = nil,
+        namespace: LedgerNamespace = .production, signatureTTL: Int64 = OfferLimits.defaultSignatureTTL
     ) {
         self.idempotency = idempotency
+        self.namespace = namespace
+        self.signatureTTL = signatureTTL
         self.bundleId = bundleId
         self.offerId = offerId
         self.productId = productId
@@ -57,6 +65,18 @@ public struct IssuedSignature: Sendable, Equatable {
 
     /// The counts this signature is admitted on: its offer and customer, at the moment it is issued.
     public var usageKey: UsageKey {
-        UsageKey(bundleId: bundleId, offerId: offerId, customerKey: customerKey, now: issuedAt)
+        UsageKey(
+            bundleId: bundleId, offerId: offerId, customerKey: customerKey, namespace: namespace, now: issuedAt,
+            signatureTTL: signatureTTL)
     }
+
+    /// Its app's key in storage (`LedgerNamespace.storedApp`).
+    public var storedApp: String { namespace.storedApp(bundleId) }
+
+    /// Whether it is a promotional offer signature (JWS or legacy), which the abuse guard counts; not an
+    /// introductory offer decision.
+    public var isPromotional: Bool { format != Self.introductoryFormat }
+
+    /// The `format` of an introductory offer eligibility signature.
+    public static let introductoryFormat = "introductory"
 }

@@ -2,7 +2,7 @@ import Dispatch
 import OfferCore
 import Synchronization
 
-/// The record of issued signatures (and, later, redemptions), and the counts offer limits are decided on.
+/// The record of issued signatures and redemptions, and the counts offer limits are decided on.
 ///
 /// A backend only counts and records; it never knows what a limit is. The decision is the caller's `admit`
 /// closure (normally `LimitPolicy.allows`), run inside the backend's atomic step, so concurrent requests can
@@ -10,7 +10,7 @@ import Synchronization
 /// ```swift
 /// ledger.record(signature, admit: { LimitPolicy.allows(limits, usage: $0, customerKey: key) }) { result in ... }
 /// ```
-public protocol Ledger: UsageCounts {
+public protocol Ledger: UsageCounts, RedemptionLog {
     /// In one atomic step (a transaction, a lock): counts the usage for `signature.usageKey` (its offer and
     /// customer at `issuedAt`), calls `admit` with it, and records `signature` only if `admit` returned true.
     /// Without `admit` (an offer without limits) nothing is counted and the signature is recorded, its outcome's
@@ -36,8 +36,9 @@ public protocol Ledger: UsageCounts {
     func offerTotals() throws(LedgerError) -> [OfferTotal]
     /// A customer's recorded signatures, oldest first (without their `idempotency` part).
     func history(customerKey: String) throws(LedgerError) -> [IssuedSignature]
-    /// Erases every record of a customer (signatures, redemptions) and returns how many there were. The
-    /// per-offer totals stay, anonymous, so a budget's count does not change.
+    /// Erases a customer from the ledger and returns how many records held their key: their signatures stay as
+    /// anonymous places (no customer, request or answer; so a budget's count does not change), their redemptions,
+    /// runs and allowances go. The per-offer totals stay.
     func forget(customerKey: String) throws(LedgerError) -> Int
     /// Removes a recorded signature that could not be made after all (by nonce); an unknown nonce is no error.
     func release(nonce: String) throws(LedgerError)
@@ -65,17 +66,24 @@ extension Ledger {
     }
 }
 
-/// One offer's count of signatures in the ledger.
+/// One offer's counts in the ledger, in one namespace: anonymous, kept through `forget` and any purge.
 public struct OfferTotal: Sendable, Hashable {
     public var bundleId: String
+    public var namespace: LedgerNamespace
     public var offerId: String
     /// Signatures recorded since the ledger began (forgotten customers' included).
     public var issued: Int
+    /// Redemptions recorded since the ledger began.
+    public var redeemed: Int
 
-    public init(bundleId: String, offerId: String, issued: Int) {
+    public init(
+        bundleId: String, offerId: String, issued: Int, redeemed: Int = 0, namespace: LedgerNamespace = .production
+    ) {
         self.bundleId = bundleId
+        self.namespace = namespace
         self.offerId = offerId
         self.issued = issued
+        self.redeemed = redeemed
     }
 }
 

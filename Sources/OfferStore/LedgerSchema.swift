@@ -84,6 +84,61 @@ enum LedgerSchema {
                 WHERE idempotency_key IS NOT NULL
                 """,
             ]),
+        // 6: redemptions and runs: a signature is redeemed (no longer a reservation) when a purchase with its offer
+        // is seen; the unredeemed ones of an offer by time (reservations expire); the state of each subscription's
+        // run; per-offer redemption totals; ops' grants and resets, and the record of each ops action. A Sandbox
+        // row's bundle_id is `sandbox:` and the bundle ID (`LedgerNamespace`).
+        Migration(
+            version: 6,
+            statements: [
+                "ALTER TABLE issued_signatures ADD COLUMN redeemed_at_ms INTEGER",
+                // Both counts of places (the offer's, the customer's) read an index alone.
+                """
+                CREATE INDEX issued_reservations ON issued_signatures (bundle_id, offer_id, issued_at_ms, redeemed_at_ms)
+                WHERE redeemed_at_ms IS NULL
+                """,
+                "DROP INDEX issued_by_customer",
+                """
+                CREATE INDEX issued_by_customer
+                ON issued_signatures (bundle_id, offer_id, customer_key, issued_at_ms, redeemed_at_ms)
+                """,
+                "ALTER TABLE redemptions ADD COLUMN original_transaction_id TEXT",
+                "ALTER TABLE redemptions ADD COLUMN offer_type INTEGER",
+                "ALTER TABLE redemptions ADD COLUMN nonce TEXT",
+                "ALTER TABLE offer_totals ADD COLUMN redeemed INTEGER NOT NULL DEFAULT 0",
+                """
+                CREATE TABLE subscription_runs (
+                    bundle_id TEXT NOT NULL,
+                    original_transaction_id TEXT NOT NULL,
+                    offer_id TEXT,
+                    purchase_ms INTEGER NOT NULL,
+                    PRIMARY KEY (bundle_id, original_transaction_id)
+                ) WITHOUT ROWID
+                """,
+                """
+                CREATE TABLE allowances (
+                    bundle_id TEXT NOT NULL,
+                    offer_id TEXT NOT NULL,
+                    customer_key TEXT NOT NULL,
+                    granted INTEGER NOT NULL DEFAULT 0,
+                    reset_at_ms INTEGER NOT NULL DEFAULT 0,
+                    redeemed_base INTEGER NOT NULL DEFAULT 0,
+                    PRIMARY KEY (bundle_id, offer_id, customer_key)
+                ) WITHOUT ROWID
+                """,
+                """
+                CREATE TABLE ledger_actions (
+                    id INTEGER PRIMARY KEY,
+                    at_ms INTEGER NOT NULL,
+                    action TEXT NOT NULL,
+                    bundle_id TEXT NOT NULL,
+                    offer_id TEXT NOT NULL,
+                    customer_key TEXT,
+                    count INTEGER,
+                    reason TEXT NOT NULL
+                )
+                """,
+            ]),
     ]
 
     /// The version this binary brings a ledger to.

@@ -2,7 +2,8 @@ import OfferCore
 import Synchronization
 
 /// A ledger in memory, for tests and for deployments that want limits without persistence (records are lost on
-/// restart). Counts come from indexes kept in step with the records, so a count never walks every record.
+/// restart). Counts come from indexes kept in step with the records, so a count never walks every record: at most
+/// an offer's live reservations.
 public final class MemoryLedger: Ledger {
     private let records = Mutex(Records())
 
@@ -54,8 +55,15 @@ public final class MemoryLedger: Ledger {
 
     public func offerTotals() throws(LedgerError) -> [OfferTotal] {
         records.withLock { records in
-            records.totals.map { OfferTotal(bundleId: $0.key.bundleId, offerId: $0.key.offerId, issued: $0.value) }
-                .sorted { ($0.bundleId, $0.offerId) < ($1.bundleId, $1.offerId) }
+            records.totals.map { key, total in
+                let app = LedgerNamespace.parse(storedApp: key.app)
+                return OfferTotal(
+                    bundleId: app.bundleId, offerId: key.offerId, issued: total.issued, redeemed: total.redeemed,
+                    namespace: app.namespace)
+            }
+            .sorted {
+                ($0.namespace.storedApp($0.bundleId), $0.offerId) < ($1.namespace.storedApp($1.bundleId), $1.offerId)
+            }
         }
     }
 
@@ -79,13 +87,17 @@ public final class MemoryLedger: Ledger {
         records.withLock { $0.remove(nonce: nonce) }
     }
 
+    public func observe(_ transaction: ObservedTransaction) throws(LedgerError) -> RedemptionOutcome {
+        records.withLock { $0.observe(transaction) }
+    }
+
     public func isHealthy() -> Bool { true }
 }
 
-/// The records and the counts kept beside them.
+/// The records and the indexes kept beside them.
 private struct Records {
     struct OfferKey: Hashable {
-        var bundleId: String
+        var app: String
         var offerId: String
     }
 
@@ -95,7 +107,7 @@ private struct Records {
     }
 
     struct CustomerKey: Hashable {
-        var bundleId: String
+        var app: String
         var customerKey: String
     }
 
@@ -104,30 +116,72 @@ private struct Records {
         var key: String
     }
 
+    struct Redemption {
+        var offer: OfferKey
+        var customerKey: String
+        var transactionId: String
+        var purchaseDate: Int64
+    }
+
+    struct Allowance {
+        var granted = 0
+        var resetAt: Int64 = 0
+        var redeemedBase = 0
+    }
+
     var signatures: [String: IssuedSignature] = [:]
-    /// Signatures recorded per offer since the start, kept when a customer is forgotten.
-    var totals: [OfferKey: Int] = [:]
+    /// Nonces of signatures that were redeemed.
+    var redeemed: Set<String> = []
+    /// Signatures and redemptions recorded per offer since the start, kept when a customer is forgotten.
+    var totals: [OfferKey: (issued: Int, redeemed: Int)] = [:]
     /// The live record of each app's `Idempotency-Key`, by nonce.
     var idempotencyKeys: [IdempotencyKey: String] = [:]
-    var offerSignatures: [OfferKey: Int] = [:]
-    var customerSignatures: [CustomerOfferKey: Int] = [:]
-    /// When each customer's signatures (any offer of the app) were issued, for the last-day count.
+    /// Each offer's nonces in the order they were recorded (issue times about ascending).
+    var offerSignatures: [OfferKey: [String]] = [:]
+    var customerSignatures: [CustomerOfferKey: [String]] = [:]
+    /// When each customer's promotional signatures (any offer of the app) were issued, for the abuse guard.
     var customerIssueTimes: [CustomerKey: [Int64]] = [:]
-    /// Nothing records redemptions yet; counted so the backends answer alike when something does.
-    var customerRedemptions: [CustomerOfferKey: Int] = [:]
+    var redemptions: [String: Redemption] = [:]
+    var customerRedemptions: [CustomerOfferKey: [String]] = [:]
+    var runs: [CustomerKey: SubscriptionRun] = [:]
+    /// Grants and resets; the offer's own under customer key "".
+    var allowances: [CustomerOfferKey: Allowance] = [:]
 
     func usage(_ key: UsageKey) -> OfferUsage {
-        let offer = OfferKey(bundleId: key.bundleId, offerId: key.offerId)
-        var usage = OfferUsage(offerReservations: offerSignatures[offer] ?? 0)
-        if let customerKey = key.customerKey {
-            let customerOffer = CustomerOfferKey(offer: offer, customerKey: customerKey)
-            usage.customerSignatures = customerSignatures[customerOffer] ?? 0
-            usage.customerRedemptions = customerRedemptions[customerOffer] ?? 0
-            let times = customerIssueTimes[CustomerKey(bundleId: key.bundleId, customerKey: customerKey)] ?? []
-            let start = key.lastDayStart
-            usage.customerSignaturesLastDay = times.count(where: { $0 > start })
-        }
+        let offer = OfferKey(app: key.storedApp, offerId: key.offerId)
+        let offerAllowance = allowances[CustomerOfferKey(offer: offer, customerKey: "")] ?? Allowance()
+        var usage = OfferUsage.none
+        usage.offerReservations = reservations(
+            offerSignatures[offer] ?? [], after: max(key.reservationStart, offerAllowance.resetAt))
+        usage.offerRedemptions = (totals[offer]?.redeemed ?? 0) - offerAllowance.redeemedBase
+        guard let customerKey = key.customerKey else { return usage }
+        let customerOffer = CustomerOfferKey(offer: offer, customerKey: customerKey)
+        let allowance = allowances[customerOffer] ?? Allowance()
+        let since = max(offerAllowance.resetAt, allowance.resetAt)
+        usage.customerGranted = allowance.granted
+        usage.customerSignatures = reservations(
+            customerSignatures[customerOffer] ?? [], after: max(key.reservationStart, since))
+        usage.customerRedemptions = (customerRedemptions[customerOffer] ?? []).count(where: {
+            (redemptions[$0]?.purchaseDate ?? 0) > since
+        })
+        let times = customerIssueTimes[CustomerKey(app: key.storedApp, customerKey: customerKey)] ?? []
+        let start = key.lastDayStart
+        let window = times.filter { $0 > start }
+        usage.customerSignaturesLastDay = window.count
+        usage.customerOldestLastDay = window.min()
         return usage
+    }
+
+    /// Unredeemed signatures among `nonces` issued after `start`: walks back from the newest while they are
+    /// recent enough (records arrive about in time order), so it costs the live reservations, not the history.
+    private func reservations(_ nonces: [String], after start: Int64) -> Int {
+        var count = 0
+        for nonce in nonces.reversed() {
+            guard let signature = signatures[nonce] else { continue }
+            if signature.issuedAt <= start { break }
+            if !redeemed.contains(nonce) { count += 1 }
+        }
+        return count
     }
 
     func previousAnswer(bundleId: String, key: String, validFrom: Int64) -> PreviousAnswer? {
@@ -143,60 +197,88 @@ private struct Records {
             throw LedgerError("a signature with this nonce is already recorded")
         }
         signatures[signature.nonce] = signature
-        totals[OfferKey(bundleId: signature.bundleId, offerId: signature.offerId), default: 0] += 1
+        let offer = OfferKey(app: signature.storedApp, offerId: signature.offerId)
+        totals[offer, default: (0, 0)].issued += 1
         if let idempotency = signature.idempotency {
             let key = IdempotencyKey(bundleId: signature.bundleId, key: idempotency.key)
             // The record that held the key before (its window over) gives up its stored answer.
             if let earlier = idempotencyKeys[key] { signatures[earlier]?.idempotency = nil }
             idempotencyKeys[key] = signature.nonce
         }
-        adjust(signature, by: 1)
+        offerSignatures[offer, default: []].append(signature.nonce)
         if let customerKey = signature.customerKey {
-            customerIssueTimes[CustomerKey(bundleId: signature.bundleId, customerKey: customerKey), default: []]
-                .append(signature.issuedAt)
+            customerSignatures[CustomerOfferKey(offer: offer, customerKey: customerKey), default: []]
+                .append(signature.nonce)
+            if signature.isPromotional {
+                customerIssueTimes[CustomerKey(app: signature.storedApp, customerKey: customerKey), default: []]
+                    .append(signature.issuedAt)
+            }
         }
     }
 
-    /// Erases the customer's records; the totals and the offer-wide counts stay.
+    mutating func observe(_ transaction: ObservedTransaction) -> RedemptionOutcome {
+        let app = transaction.namespace.storedApp(transaction.bundleId)
+        let subscription = CustomerKey(app: app, customerKey: transaction.originalTransactionId)
+        guard let (run, redeemed) = transaction.transition(from: runs[subscription]) else { return .unchanged }
+        runs[subscription] = run
+        guard redeemed, let offerId = run.offerId else { return .runEnded }
+        guard redemptions[transaction.transactionId] == nil else { return .unchanged }
+        let offer = OfferKey(app: app, offerId: offerId)
+        let customerOffer = CustomerOfferKey(offer: offer, customerKey: transaction.originalTransactionId)
+        redemptions[transaction.transactionId] = Redemption(
+            offer: offer, customerKey: transaction.originalTransactionId, transactionId: transaction.transactionId,
+            purchaseDate: transaction.purchaseDate)
+        customerRedemptions[customerOffer, default: []].append(transaction.transactionId)
+        totals[offer, default: (0, 0)].redeemed += 1
+        // The latest outstanding signature issued by the purchase, else the latest outstanding one.
+        let outstanding = (customerSignatures[customerOffer] ?? []).compactMap { signatures[$0] }
+            .filter { !self.redeemed.contains($0.nonce) }
+        let before = outstanding.filter { $0.issuedAt <= transaction.purchaseDate }
+        let match = (before.isEmpty ? outstanding : before).max { ($0.issuedAt, $0.nonce) < ($1.issuedAt, $1.nonce) }
+        if let match { self.redeemed.insert(match.nonce) }
+        return .redeemed(nonce: match?.nonce)
+    }
+
+    /// Erases the customer's records: their signatures stay as anonymous places (so budgets do not change), the
+    /// rest goes; the totals stay.
     mutating func forget(customerKey: String) -> Int {
         let nonces = signatures.values.filter { $0.customerKey == customerKey }.map(\.nonce)
         for nonce in nonces {
-            guard let signature = signatures.removeValue(forKey: nonce) else { continue }
+            guard let signature = signatures[nonce] else { continue }
             if let idempotency = signature.idempotency {
                 let key = IdempotencyKey(bundleId: signature.bundleId, key: idempotency.key)
                 if idempotencyKeys[key] == nonce { idempotencyKeys[key] = nil }
             }
+            signatures[nonce]?.customerKey = nil
+            signatures[nonce]?.requestId = nil
+            signatures[nonce]?.idempotency = nil
         }
-        var redemptions = 0
+        let transactions = redemptions.values.filter { $0.customerKey == customerKey }.map(\.transactionId)
+        for transaction in transactions { redemptions[transaction] = nil }
         for key in customerSignatures.keys where key.customerKey == customerKey { customerSignatures[key] = nil }
-        for key in customerRedemptions.keys where key.customerKey == customerKey {
-            redemptions += customerRedemptions.removeValue(forKey: key) ?? 0
-        }
+        for key in customerRedemptions.keys where key.customerKey == customerKey { customerRedemptions[key] = nil }
         for key in customerIssueTimes.keys where key.customerKey == customerKey { customerIssueTimes[key] = nil }
-        return nonces.count + redemptions
+        for key in runs.keys where key.customerKey == customerKey { runs[key] = nil }
+        for key in allowances.keys where key.customerKey == customerKey { allowances[key] = nil }
+        return nonces.count + transactions.count
     }
 
     mutating func remove(nonce: String) {
         guard let signature = signatures.removeValue(forKey: nonce) else { return }
-        totals[OfferKey(bundleId: signature.bundleId, offerId: signature.offerId), default: 0] -= 1
+        redeemed.remove(nonce)
+        let offer = OfferKey(app: signature.storedApp, offerId: signature.offerId)
+        totals[offer, default: (0, 0)].issued -= 1
         if let idempotency = signature.idempotency {
             let key = IdempotencyKey(bundleId: signature.bundleId, key: idempotency.key)
             if idempotencyKeys[key] == nonce { idempotencyKeys[key] = nil }
         }
-        adjust(signature, by: -1)
+        offerSignatures[offer]?.removeAll { $0 == nonce }
         if let customerKey = signature.customerKey {
-            let customer = CustomerKey(bundleId: signature.bundleId, customerKey: customerKey)
-            if let index = customerIssueTimes[customer]?.firstIndex(of: signature.issuedAt) {
+            customerSignatures[CustomerOfferKey(offer: offer, customerKey: customerKey)]?.removeAll { $0 == nonce }
+            let customer = CustomerKey(app: signature.storedApp, customerKey: customerKey)
+            if signature.isPromotional, let index = customerIssueTimes[customer]?.firstIndex(of: signature.issuedAt) {
                 customerIssueTimes[customer]?.remove(at: index)
             }
-        }
-    }
-
-    private mutating func adjust(_ signature: IssuedSignature, by change: Int) {
-        let offer = OfferKey(bundleId: signature.bundleId, offerId: signature.offerId)
-        offerSignatures[offer, default: 0] += change
-        if let customerKey = signature.customerKey {
-            customerSignatures[CustomerOfferKey(offer: offer, customerKey: customerKey), default: 0] += change
         }
     }
 }

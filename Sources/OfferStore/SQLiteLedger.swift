@@ -125,7 +125,7 @@ public final class SQLiteLedger: Ledger {
         try connection.run(
             Query.insertSignature,
             [
-                .text(signature.bundleId), .text(signature.offerId),
+                .text(signature.storedApp), .text(signature.offerId),
                 signature.customerKey.map(Connection.Value.text) ?? .null, .text(signature.nonce),
                 .text(signature.keyId), .text(signature.format), .integer(signature.issuedAt),
                 .text(signature.productId), signature.requestId.map(Connection.Value.text) ?? .null,
@@ -133,7 +133,7 @@ public final class SQLiteLedger: Ledger {
                 signature.idempotency.map { .text($0.requestHash) } ?? .null,
                 signature.idempotency.map { .blob($0.answer) } ?? .null,
             ])
-        try connection.run(Query.addToTotal, [.text(signature.bundleId), .text(signature.offerId)])
+        try connection.run(Query.addToTotal, [.text(signature.storedApp), .text(signature.offerId)])
         return LedgerOutcome(recorded: true, usage: usage)
     }
 
@@ -165,8 +165,11 @@ public final class SQLiteLedger: Ledger {
 
     public func offerTotals() throws(LedgerError) -> [OfferTotal] {
         try read { (connection) throws(LedgerError) -> [OfferTotal] in
-            try connection.rows(Query.offerTotals, [], columns: 3).map { row in
-                OfferTotal(bundleId: row[0] ?? "", offerId: row[1] ?? "", issued: Int(row[2] ?? "") ?? 0)
+            try connection.rows(Query.offerTotals, [], columns: 4).map { row in
+                let app = LedgerNamespace.parse(storedApp: row[0] ?? "")
+                return OfferTotal(
+                    bundleId: app.bundleId, offerId: row[1] ?? "", issued: Int(row[2] ?? "") ?? 0,
+                    redeemed: Int(row[3] ?? "") ?? 0, namespace: app.namespace)
             }
         }
     }
@@ -182,8 +185,7 @@ public final class SQLiteLedger: Ledger {
             let erased = try connection.transaction { () throws(LedgerError) -> Int in
                 let signatures = try connection.scalar(Query.countCustomerSignatures, [.text(customerKey)])
                 let redemptions = try connection.scalar(Query.countCustomerRedemptions, [.text(customerKey)])
-                try connection.run(Query.forgetSignatures, [.text(customerKey)])
-                try connection.run(Query.forgetRedemptions, [.text(customerKey)])
+                for statement in Query.forget { try connection.run(statement, [.text(customerKey)]) }
                 return Int(signatures + redemptions)
             }
             // The WAL still holds the pages as they were before: copied into the file and emptied, so the key
@@ -195,10 +197,11 @@ public final class SQLiteLedger: Ledger {
 
     /// A row of `selectSignature`'s columns.
     private static func signature(_ row: [String?]) -> IssuedSignature {
-        IssuedSignature(
-            bundleId: row[0] ?? "", offerId: row[1] ?? "", productId: row[7] ?? "", customerKey: row[2],
+        let app = LedgerNamespace.parse(storedApp: row[0] ?? "")
+        return IssuedSignature(
+            bundleId: app.bundleId, offerId: row[1] ?? "", productId: row[7] ?? "", customerKey: row[2],
             nonce: row[3] ?? "", keyId: row[4] ?? "", format: row[5] ?? "", issuedAt: Int64(row[6] ?? "") ?? 0,
-            requestId: row[8])
+            requestId: row[8], namespace: app.namespace)
     }
 
     public func release(nonce: String) throws(LedgerError) {
@@ -217,34 +220,158 @@ public final class SQLiteLedger: Ledger {
     }
 
     private static func usage(_ connection: Connection, _ key: UsageKey) throws(LedgerError) -> OfferUsage {
-        let offer: [Connection.Value] = [.text(key.bundleId), .text(key.offerId)]
-        var usage = OfferUsage(offerReservations: Int(try connection.scalar(Query.offerReservations, offer)))
+        let app = key.storedApp
+        let offer: [Connection.Value] = [.text(app), .text(key.offerId)]
+        var offerReset: Int64 = 0
+        var redeemedBase: Int64 = 0
+        var customerReset: Int64 = 0
+        var usage = OfferUsage.none
+        for row in try connection.rows(Query.allowances, offer + [.text(key.customerKey ?? "")], columns: 4) {
+            if row[0] == "" {
+                offerReset = Int64(row[2] ?? "") ?? 0
+                redeemedBase = Int64(row[3] ?? "") ?? 0
+            } else {
+                usage.customerGranted = Int(row[1] ?? "") ?? 0
+                customerReset = Int64(row[2] ?? "") ?? 0
+            }
+        }
+        usage.offerReservations = Int(
+            try connection.scalar(Query.offerReservations, offer + [.integer(max(key.reservationStart, offerReset))]))
+        usage.offerRedemptions = Int(try connection.scalar(Query.offerRedemptions, offer) - redeemedBase)
         guard let customerKey = key.customerKey else { return usage }
         let customer = offer + [.text(customerKey)]
-        usage.customerSignatures = Int(try connection.scalar(Query.customerSignatures, customer))
-        usage.customerRedemptions = Int(try connection.scalar(Query.customerRedemptions, customer))
-        usage.customerSignaturesLastDay = Int(
-            try connection.scalar(
-                Query.customerSignaturesLastDay, [.text(key.bundleId), .text(customerKey), .integer(key.lastDayStart)]
-            ))
+        let since = max(offerReset, customerReset)
+        usage.customerSignatures = Int(
+            try connection.scalar(Query.customerSignatures, customer + [.integer(max(key.reservationStart, since))]))
+        usage.customerRedemptions = Int(try connection.scalar(Query.customerRedemptions, customer + [.integer(since)]))
+        let lastDay = try connection.rows(
+            Query.customerSignaturesLastDay, [.text(app), .text(customerKey), .integer(key.lastDayStart)], columns: 2)
+        usage.customerSignaturesLastDay = Int(lastDay.first?[0] ?? "") ?? 0
+        usage.customerOldestLastDay = lastDay.first?[1].flatMap { Int64($0) }
         return usage
+    }
+
+    // MARK: - Redemptions
+
+    public func observe(_ transaction: ObservedTransaction) throws(LedgerError) -> RedemptionOutcome {
+        let subscription: [Connection.Value] = [
+            .text(transaction.namespace.storedApp(transaction.bundleId)), .text(transaction.originalTransactionId),
+        ]
+        // Most transactions change nothing (the same run going on): a read tells, without the write lock.
+        let run = try read { (connection) throws(LedgerError) in try Self.run(connection, subscription) }
+        guard transaction.transition(from: run) != nil else { return .unchanged }
+        return try connection.withLock { (connection: inout Connection) throws(LedgerError) -> RedemptionOutcome in
+            try connection.transaction { () throws(LedgerError) -> RedemptionOutcome in
+                guard let (next, redeemed) = transaction.transition(from: try Self.run(connection, subscription))
+                else { return .unchanged }
+                try connection.run(
+                    Query.saveRun,
+                    subscription + [next.offerId.map(Connection.Value.text) ?? .null, .integer(next.purchaseDate)])
+                guard redeemed, let offerId = next.offerId else { return .runEnded }
+                return try Self.redeem(connection, transaction, offerId: offerId)
+            }
+        }
+    }
+
+    /// The run recorded for a subscription (`[app, originalTransactionId]`).
+    private static func run(
+        _ connection: Connection, _ subscription: [Connection.Value]
+    ) throws(LedgerError)
+        -> SubscriptionRun?
+    {
+        guard let row = try connection.rows(Query.selectRun, subscription, columns: 2).first else { return nil }
+        return SubscriptionRun(offerId: row[0], purchaseDate: Int64(row[1] ?? "") ?? 0)
+    }
+
+    /// Records the redemption that starts a run of `offerId`, matched to the customer's latest outstanding
+    /// signature for the offer (one issued before the purchase first).
+    private static func redeem(
+        _ connection: Connection, _ transaction: ObservedTransaction, offerId: String
+    ) throws(LedgerError) -> RedemptionOutcome {
+        let app = transaction.namespace.storedApp(transaction.bundleId)
+        let customer = transaction.originalTransactionId
+        try connection.run(
+            Query.insertRedemption,
+            [
+                .text(app), .text(offerId), .text(customer), .text(transaction.transactionId),
+                .integer(transaction.purchaseDate), .integer(Int64(transaction.offerType ?? 0)),
+            ])
+        // The same transaction seen again (its run since ended and began anew): nothing new.
+        guard connection.changes == 1 else { return .unchanged }
+        let nonce = try connection.texts(
+            Query.redeemSignature, [.text(app), .text(offerId), .text(customer), .integer(transaction.purchaseDate)]
+        ).first
+        if let nonce { try connection.run(Query.linkRedemption, [.text(nonce), .text(transaction.transactionId)]) }
+        try connection.run(Query.addRedemptionToTotal, [.text(app), .text(offerId)])
+        return .redeemed(nonce: nonce)
     }
 
     /// Every statement the ledger runs after open; each count is answered by an index (see the schema).
     enum Query {
+        /// The offer's row (customer key '') and the customer's in `allowances`, by primary key: grants and
+        /// resets.
+        static let allowances = """
+            SELECT customer_key, granted, reset_at_ms, redeemed_base FROM allowances
+            WHERE bundle_id = ?1 AND offer_id = ?2 AND customer_key IN ('', ?3)
+            """
+        /// Partial index `issued_reservations`: the offer's unredeemed signatures issued after ?3.
+        static let offerReservations = """
+            SELECT count(*) FROM issued_signatures
+            WHERE bundle_id = ?1 AND offer_id = ?2 AND issued_at_ms > ?3 AND redeemed_at_ms IS NULL
+            """
         /// One row read in `offer_totals` by its primary key.
-        static let offerReservations =
-            "SELECT coalesce(sum(issued), 0) FROM offer_totals WHERE bundle_id = ?1 AND offer_id = ?2"
-        /// Index `issued_by_customer`.
-        static let customerSignatures =
-            "SELECT count(*) FROM issued_signatures WHERE bundle_id = ?1 AND offer_id = ?2 AND customer_key = ?3"
-        /// Index `redemptions_by_customer`.
-        static let customerRedemptions =
-            "SELECT count(*) FROM redemptions WHERE bundle_id = ?1 AND offer_id = ?2 AND customer_key = ?3"
-        /// Index `issued_by_customer_time`.
-        static let customerSignaturesLastDay =
-            "SELECT count(*) FROM issued_signatures WHERE bundle_id = ?1 AND customer_key = ?2 AND issued_at_ms > ?3"
-        static let counts = [offerReservations, customerSignatures, customerRedemptions, customerSignaturesLastDay]
+        static let offerRedemptions =
+            "SELECT coalesce(sum(redeemed), 0) FROM offer_totals WHERE bundle_id = ?1 AND offer_id = ?2"
+        /// Index `issued_by_customer`: the customer's unredeemed signatures for the offer issued after ?4.
+        static let customerSignatures = """
+            SELECT count(*) FROM issued_signatures
+            WHERE bundle_id = ?1 AND offer_id = ?2 AND customer_key = ?3 AND issued_at_ms > ?4
+                AND redeemed_at_ms IS NULL
+            """
+        /// Index `redemptions_by_customer`: the customer's redemptions of the offer bought after ?4.
+        static let customerRedemptions = """
+            SELECT count(*) FROM redemptions
+            WHERE bundle_id = ?1 AND offer_id = ?2 AND customer_key = ?3 AND redeemed_at_ms > ?4
+            """
+        /// Index `issued_by_customer_time`: the abuse guard's count of promotional signatures, and the oldest.
+        static let customerSignaturesLastDay = """
+            SELECT count(*), min(issued_at_ms) FROM issued_signatures
+            WHERE bundle_id = ?1 AND customer_key = ?2 AND issued_at_ms > ?3 AND format <> 'introductory'
+            """
+        static let counts = [
+            allowances, offerReservations, offerRedemptions, customerSignatures, customerRedemptions,
+            customerSignaturesLastDay,
+        ]
+
+        static let selectRun =
+            "SELECT offer_id, purchase_ms FROM subscription_runs WHERE bundle_id = ?1 AND original_transaction_id = ?2"
+        static let saveRun = """
+            INSERT INTO subscription_runs (bundle_id, original_transaction_id, offer_id, purchase_ms)
+            VALUES (?1, ?2, ?3, ?4)
+            ON CONFLICT (bundle_id, original_transaction_id) DO UPDATE
+            SET offer_id = excluded.offer_id, purchase_ms = excluded.purchase_ms
+            """
+        static let insertRedemption = """
+            INSERT INTO redemptions
+                (bundle_id, offer_id, customer_key, original_transaction_id, transaction_id, redeemed_at_ms, offer_type)
+            VALUES (?1, ?2, ?3, ?3, ?4, ?5, ?6)
+            ON CONFLICT (transaction_id) DO NOTHING
+            """
+        /// The customer's latest unredeemed signature for the offer, one issued by the purchase first, marked
+        /// redeemed; returns its nonce.
+        static let redeemSignature = """
+            UPDATE issued_signatures SET redeemed_at_ms = ?4
+            WHERE id = (
+                SELECT id FROM issued_signatures
+                WHERE bundle_id = ?1 AND offer_id = ?2 AND customer_key = ?3 AND redeemed_at_ms IS NULL
+                ORDER BY issued_at_ms <= ?4 DESC, issued_at_ms DESC, id DESC LIMIT 1)
+            RETURNING nonce
+            """
+        static let linkRedemption = "UPDATE redemptions SET nonce = ?1 WHERE transaction_id = ?2"
+        static let addRedemptionToTotal = """
+            INSERT INTO offer_totals (bundle_id, offer_id, issued, redeemed) VALUES (?1, ?2, 0, 1)
+            ON CONFLICT (bundle_id, offer_id) DO UPDATE SET redeemed = redeemed + 1
+            """
 
         static let insertSignature = """
             INSERT INTO issued_signatures
@@ -252,20 +379,21 @@ public final class SQLiteLedger: Ledger {
                  idempotency_key, request_hash, answer)
             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)
             """
-        /// Index `issued_by_idempotency_key`.
+        /// Index `issued_by_idempotency_key`; a key is the app's, whichever namespace recorded it.
         static let previousAnswer = """
             SELECT request_hash, answer, nonce FROM issued_signatures
-            WHERE bundle_id = ?1 AND idempotency_key = ?2 AND issued_at_ms >= ?3
+            WHERE bundle_id IN (?1, 'sandbox:' || ?1) AND idempotency_key = ?2 AND issued_at_ms >= ?3
             """
         static let releaseIdempotencyKey = """
             UPDATE issued_signatures SET idempotency_key = NULL, request_hash = NULL, answer = NULL
-            WHERE bundle_id = ?1 AND idempotency_key = ?2
+            WHERE bundle_id IN (?1, 'sandbox:' || ?1) AND idempotency_key = ?2
             """
         static let selectSignature = """
             SELECT bundle_id, offer_id, customer_key, nonce, key_id, format, issued_at_ms, product_id, request_id
             FROM issued_signatures WHERE nonce = ?1
             """
-        static let offerTotals = "SELECT bundle_id, offer_id, issued FROM offer_totals ORDER BY bundle_id, offer_id"
+        static let offerTotals =
+            "SELECT bundle_id, offer_id, issued, redeemed FROM offer_totals ORDER BY bundle_id, offer_id"
         /// Index `issued_by_customer_time` (its leading column is the app, so this one scans the customer's rows
         /// through `customer_key` alone: an operator's lookup, not a request's).
         static let customerHistory = """
@@ -274,8 +402,20 @@ public final class SQLiteLedger: Ledger {
             """
         static let countCustomerSignatures = "SELECT count(*) FROM issued_signatures WHERE customer_key = ?1"
         static let countCustomerRedemptions = "SELECT count(*) FROM redemptions WHERE customer_key = ?1"
-        static let forgetSignatures = "DELETE FROM issued_signatures WHERE customer_key = ?1"
-        static let forgetRedemptions = "DELETE FROM redemptions WHERE customer_key = ?1"
+        /// Everything that holds a customer key: their signatures stay as anonymous places (no key, request or
+        /// answer), so budgets do not change; their redemptions, runs and allowances go; ops actions about them keep
+        /// the action and lose the key.
+        static let forget = [
+            """
+            UPDATE issued_signatures
+            SET customer_key = NULL, request_id = NULL, idempotency_key = NULL, request_hash = NULL, answer = NULL
+            WHERE customer_key = ?1
+            """,
+            "DELETE FROM redemptions WHERE customer_key = ?1",
+            "DELETE FROM subscription_runs WHERE original_transaction_id = ?1",
+            "DELETE FROM allowances WHERE customer_key = ?1",
+            "UPDATE ledger_actions SET customer_key = NULL WHERE customer_key = ?1",
+        ]
         static let addToTotal = """
             INSERT INTO offer_totals (bundle_id, offer_id, issued) VALUES (?1, ?2, 1)
             ON CONFLICT (bundle_id, offer_id) DO UPDATE SET issued = issued + 1

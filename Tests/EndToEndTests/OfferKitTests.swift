@@ -32,11 +32,13 @@ struct OfferKitTests {
 
     /// A customer whose subscription lapsed `expiredDaysAgo` days ago (negative: still active).
     static func customer(
-        _ deployment: TestDeployment, expiredDaysAgo: Int64 = 70, id: String = "2000000000000001"
+        _ deployment: TestDeployment, expiredDaysAgo: Int64 = 70, id: String = "2000000000000001",
+        environment: String = "Sandbox"
     ) throws -> SignedCustomerData {
         SignedCustomerData(
             transaction: try deployment.transaction(
-                bundleId: Deployment.bundleId, expiredDaysAgo: expiredDaysAgo, originalTransactionId: id))
+                bundleId: Deployment.bundleId, expiredDaysAgo: expiredDaysAgo, originalTransactionId: id,
+                environment: environment))
     }
 
     /// The plan's compact JWS, if it is a JWS promotional offer.
@@ -376,7 +378,8 @@ struct OfferKitTests {
             let client = OfferClient(
                 baseURL: proxy.baseURL, bundleId: Deployment.bundleId,
                 options: OfferClient.Options(retryBaseDelay: 0.01, retryMaxDelay: 0.02))
-            let customer = try Self.customer(deployment, id: "2000000000000077")
+            // Production data: a Sandbox customer gets JWS signatures only.
+            let customer = try Self.customer(deployment, id: "2000000000000077", environment: "Production")
             let plan = try await client.promotionalOffer(
                 productId: Self.product, offerId: "once_only", customer: customer, format: .legacy)
             #expect(Self.legacySignature(plan) != nil)

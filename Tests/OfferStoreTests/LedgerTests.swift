@@ -93,20 +93,26 @@ struct LedgerTests {
         ] {
             try Self.add(signature, to: ledger)
         }
+        let now = Self.now
         #expect(
             try ledger.usage(Self.key("a"))
                 == OfferUsage(
-                    customerSignatures: 2, customerRedemptions: 0, offerReservations: 4, customerSignaturesLastDay: 3))
+                    customerSignatures: 2, customerRedemptions: 0, offerReservations: 4, customerSignaturesLastDay: 3,
+                    customerOldestLastDay: now))
         #expect(
             try ledger.usage(Self.key("b"))
-                == OfferUsage(customerSignatures: 1, offerReservations: 4, customerSignaturesLastDay: 1))
+                == OfferUsage(
+                    customerSignatures: 1, offerReservations: 4, customerSignaturesLastDay: 1,
+                    customerOldestLastDay: now))
         #expect(try ledger.usage(Self.key(nil)) == OfferUsage(offerReservations: 4))
         #expect(
             try ledger.usage(Self.key("b", offer: "o2"))
-                == OfferUsage(offerReservations: 1, customerSignaturesLastDay: 1))
+                == OfferUsage(offerReservations: 1, customerSignaturesLastDay: 1, customerOldestLastDay: now))
         #expect(
             try ledger.usage(Self.key("a", app: "com.other"))
-                == OfferUsage(customerSignatures: 1, offerReservations: 1, customerSignaturesLastDay: 1))
+                == OfferUsage(
+                    customerSignatures: 1, offerReservations: 1, customerSignaturesLastDay: 1,
+                    customerOldestLastDay: now))
         #expect(try ledger.usage(Self.key("c", offer: "o3")) == .none)
     }
 
@@ -128,7 +134,9 @@ struct LedgerTests {
         #expect(accepted == LedgerOutcome(recorded: true, usage: before))
         #expect(
             try ledger.usage(Self.key("a"))
-                == OfferUsage(customerSignatures: 2, offerReservations: 2, customerSignaturesLastDay: 2))
+                == OfferUsage(
+                    customerSignatures: 2, offerReservations: 2, customerSignaturesLastDay: 2,
+                    customerOldestLastDay: Self.now))
     }
 
     @Test(
@@ -148,7 +156,9 @@ struct LedgerTests {
         // One millisecond later the oldest of the three is exactly 24 hours old: out.
         #expect(try ledger.usage(Self.key("a", at: now + 1)).customerSignaturesLastDay == 2)
         #expect(try ledger.usage(Self.key("a", at: now + Self.day)).customerSignaturesLastDay == 0)
-        #expect(try ledger.usage(Self.key("a", at: now)).customerSignatures == 3)
+        #expect(try ledger.usage(Self.key("a", at: now)).customerOldestLastDay == now - Self.day + 1)
+        // Places held for o1: only the signature younger than the default TTL of a day.
+        #expect(try ledger.usage(Self.key("a", at: now)).customerSignatures == 1)
         #expect(try ledger.usage(Self.key(nil, at: now)).customerSignaturesLastDay == 0)
     }
 
@@ -159,7 +169,8 @@ struct LedgerTests {
         try Self.add(Self.signature("a", at: Self.now - 10), to: ledger)
         let outcome = try Self.add(Self.signature("a", at: Self.now), to: ledger)
         #expect(outcome.usage.customerSignaturesLastDay == 1)
-        #expect(outcome.usage.customerSignatures == 2)
+        // The day-old one no longer holds a place (the default TTL).
+        #expect(outcome.usage.customerSignatures == 1)
     }
 
     @Test("release gives every count back; an unknown nonce is no error", arguments: Kind.allCases)
@@ -271,12 +282,14 @@ struct LedgerTests {
         #expect(try ledger.history(customerKey: "a").first == Self.signature("a", nonce: "a1", at: Self.now))
         #expect(try ledger.forget(customerKey: "a") == 2)
         #expect(try ledger.history(customerKey: "a").isEmpty)
-        #expect(try ledger.signature(nonce: "a1") == nil)
         #expect(try ledger.history(customerKey: "b").map(\.nonce) == ["b1"])
         #expect(try ledger.offerTotals().map(\.issued) == [2, 1])
         // The offer's count keeps the forgotten signature; the customer's own count starts again.
         #expect(try ledger.usage(Self.key("a")) == OfferUsage(offerReservations: 2))
         #expect(try ledger.forget(customerKey: "nobody") == 0)
+        // The forgotten signatures stay as anonymous places: the budget does not change.
+        #expect(try ledger.signature(nonce: "a1")?.customerKey == nil)
+        #expect(try ledger.signature(nonce: "a1")?.requestId == nil)
     }
 
     @Test(
@@ -465,7 +478,9 @@ struct SQLiteLedgerFileTests {
         let reopened = try SQLiteLedger(path: path)
         #expect(
             try reopened.usage(LedgerTests.key("a"))
-                == OfferUsage(customerSignatures: 1, offerReservations: 2, customerSignaturesLastDay: 1))
+                == OfferUsage(
+                    customerSignatures: 1, offerReservations: 2, customerSignaturesLastDay: 1,
+                    customerOldestLastDay: LedgerTests.now))
     }
 
     @Test("two ledgers on one file (two processes) never exceed a limit between them")
@@ -507,10 +522,12 @@ struct SQLiteLedgerFileTests {
 
     /// Each count query of the ledger, its parameter count, and the index that must answer it.
     static let plans = [
-        (SQLiteLedger.Query.offerReservations, 2, "USING INDEX sqlite_autoindex_offer_totals_1 "),
-        (SQLiteLedger.Query.customerSignatures, 3, "USING COVERING INDEX issued_by_customer "),
-        (SQLiteLedger.Query.customerRedemptions, 3, "USING COVERING INDEX redemptions_by_customer "),
-        (SQLiteLedger.Query.customerSignaturesLastDay, 3, "USING COVERING INDEX issued_by_customer_time "),
+        (SQLiteLedger.Query.allowances, 3, "USING PRIMARY KEY "),
+        (SQLiteLedger.Query.offerReservations, 3, "USING COVERING INDEX issued_reservations "),
+        (SQLiteLedger.Query.offerRedemptions, 2, "USING INDEX sqlite_autoindex_offer_totals_1 "),
+        (SQLiteLedger.Query.customerSignatures, 4, "USING COVERING INDEX issued_by_customer "),
+        (SQLiteLedger.Query.customerRedemptions, 4, "USING INDEX redemptions_by_customer "),
+        (SQLiteLedger.Query.customerSignaturesLastDay, 3, "USING INDEX issued_by_customer_time "),
     ]
 
     @Test("every count is answered by an index, never a scan")
@@ -521,7 +538,7 @@ struct SQLiteLedgerFileTests {
         for (query, parameters, index) in Self.plans {
             let plan = try Connection(path: path).texts(
                 "EXPLAIN QUERY PLAN " + query, Array(repeating: .text("x"), count: parameters), column: 3)
-            #expect(plan.count == 1 && plan[0].hasPrefix("SEARCH") && plan[0].contains(index), "\(plan)")
+            #expect(plan.count == 1 && plan[0].hasPrefix("SEARCH") && plan[0].contains(index), "\(query): \(plan)")
         }
     }
 
@@ -713,15 +730,20 @@ struct LedgerMigrationTests {
             #expect(try ledger.signature(nonce: first.3)?.productId == "")
         }
         let scale = old.version == 0 ? 0 : 1
+        let now = LedgerTests.now
+        // n2 is older than a day: it holds no place any more, and is out of the abuse guard's window.
         #expect(
             try ledger.usage(LedgerTests.key("a"))
                 == OfferUsage(
-                    customerSignatures: 2 * scale, offerReservations: 4 * scale, customerSignaturesLastDay: 2 * scale))
+                    customerSignatures: scale, offerReservations: 3 * scale, customerSignaturesLastDay: 2 * scale,
+                    customerOldestLastDay: scale == 0 ? nil : now - 1000))
         #expect(
             try ledger.usage(LedgerTests.key("a", app: "com.other"))
-                == OfferUsage(customerSignatures: scale, offerReservations: scale, customerSignaturesLastDay: scale))
+                == OfferUsage(
+                    customerSignatures: scale, offerReservations: scale, customerSignaturesLastDay: scale,
+                    customerOldestLastDay: scale == 0 ? nil : now - 30))
         try LedgerTests.add(LedgerTests.signature("a"), to: ledger)
-        #expect(try ledger.usage(LedgerTests.key("a")).offerReservations == 4 * scale + 1)
+        #expect(try ledger.usage(LedgerTests.key("a")).offerReservations == 3 * scale + 1)
     }
 
     @Test("opening a current file again changes nothing")

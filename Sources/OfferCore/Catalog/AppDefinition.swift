@@ -23,12 +23,31 @@ public struct AppDefinition: Sendable {
     /// Accept `Xcode`/`LocalTesting` signed data (one self-signed certificate). Never in production.
     public var localTesting: Bool
     public var offers: [Offer]
+    /// The abuse guard: promotional offer signatures one customer may get for this app in a rolling 24 hours
+    /// before 429 `customer_rate_limited`.
+    public var signaturesPerCustomerPerDay: Int
+    /// What Sandbox data (App Review, TestFlight) gets, when the deployment trusts it at all.
+    public var sandbox: SandboxPolicy
     /// The app's JSON path in the configuration, like `$.apps[0]`.
     public var path: String
 
+    /// The abuse guard's default.
+    public static let defaultSignaturesPerCustomerPerDay = 10
+
+    /// What an app does with customers whose signed data comes from Sandbox (or Xcode).
+    public enum SandboxPolicy: String, Sendable, CaseIterable {
+        /// Refused (400 `untrusted_signed_data`, reason `wrong_environment`).
+        case refuse
+        /// Decided by the same rules, counted in their own namespace (their own budgets and caps), and given JWS
+        /// signatures only: a legacy signature does not carry the customer, so it could be redeemed in
+        /// Production.
+        case separate
+    }
+
     public init(
         bundleId: String, issuerId: String, keys: [Key], activeKeyId: String? = nil, localTesting: Bool = false,
-        offers: [Offer] = [], path: String = "$.apps[0]"
+        offers: [Offer] = [], signaturesPerCustomerPerDay: Int = AppDefinition.defaultSignaturesPerCustomerPerDay,
+        sandbox: SandboxPolicy = .separate, path: String = "$.apps[0]"
     ) {
         self.bundleId = bundleId
         self.issuerId = issuerId
@@ -36,6 +55,8 @@ public struct AppDefinition: Sendable {
         self.activeKeyId = activeKeyId ?? keys.first?.keyId ?? ""
         self.localTesting = localTesting
         self.offers = offers
+        self.signaturesPerCustomerPerDay = signaturesPerCustomerPerDay
+        self.sandbox = sandbox
         self.path = path
     }
 
@@ -103,10 +124,21 @@ public struct AppDefinition: Sendable {
                 offers.append(offer)
             }
         }
+        let perDay = reader.int("signaturesPerCustomerPerDay", range: 1...1_000_000)
+        var sandbox = SandboxPolicy.separate
+        if let text = reader.string("sandbox", required: false) {
+            if let policy = SandboxPolicy(rawValue: text) {
+                sandbox = policy
+            } else {
+                errors.append(
+                    ConfigError(path: "\(path).sandbox", "expected \"refuse\" or \"separate\", found \"\(text)\""))
+            }
+        }
         reader.finish(into: &errors)
         guard let bundleId, let issuerId, let firstKey = keys.first else { return nil }
         return AppDefinition(
             bundleId: bundleId, issuerId: issuerId, keys: keys, activeKeyId: activeKeyId ?? firstKey.keyId,
-            localTesting: localTesting, offers: offers, path: path)
+            localTesting: localTesting, offers: offers,
+            signaturesPerCustomerPerDay: perDay ?? defaultSignaturesPerCustomerPerDay, sandbox: sandbox, path: path)
     }
 }

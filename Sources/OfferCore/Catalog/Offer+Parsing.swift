@@ -69,11 +69,15 @@ extension Offer {
         var reader = ConfigReader(value, path: path, errors: &errors)
         let perCustomer = reader.int("perCustomer", range: 1...1_000_000)
         let total = reader.int("total", range: 1...1_000_000_000)
+        // Apple refuses a signature older than a day, so a place is never held longer.
+        let ttl = reader.int("signatureTTLSeconds", range: 60...86_400)
         reader.finish(into: &errors)
         if perCustomer == nil && total == nil {
             errors.append(ConfigError(path: path, "set perCustomer, total or both"))
             return nil
         }
-        return OfferLimits(perCustomer: perCustomer, total: total)
+        return OfferLimits(
+            perCustomer: perCustomer, total: total,
+            signatureTTL: ttl.map { Int64($0) * 1000 } ?? OfferLimits.defaultSignatureTTL)
     }
 }

@@ -41,15 +41,23 @@ public struct Offer: Sendable {
     }
 }
 
-/// Caps on the signatures of one promotional offer. Each signature is one purchase attempt.
+/// Caps on one promotional offer: per customer, and in all (a budget). A signature holds a place from the moment
+/// it is issued until it is redeemed (the place becomes a redemption) or `signatureTTL` passes unredeemed (the
+/// place is free again), so a budget is never oversold and an abandoned signature does not spend it.
 public struct OfferLimits: Sendable, Equatable {
-    /// Signatures one verified customer may get for this offer.
-    public var perCustomer: Int?
-    /// Signatures the offer may get in all.
-    public var total: Int?
+    /// Apple accepts a promotional offer signature for 24 hours, so by default a place is held that long.
+    public static let defaultSignatureTTL: Int64 = 86_400_000
 
-    public init(perCustomer: Int? = nil, total: Int? = nil) {
+    /// Places (redemptions and held signatures) one verified customer may have for this offer.
+    public var perCustomer: Int?
+    /// Places the offer may have in all, every customer together.
+    public var total: Int?
+    /// Milliseconds an unredeemed signature holds its place.
+    public var signatureTTL: Int64
+
+    public init(perCustomer: Int? = nil, total: Int? = nil, signatureTTL: Int64 = OfferLimits.defaultSignatureTTL) {
         self.perCustomer = perCustomer
         self.total = total
+        self.signatureTTL = signatureTTL
     }
 }

@@ -51,10 +51,18 @@ public struct OfferDecision: Sendable {
         guard let limits = offer.limits, let usage, children.allSatisfy(\.passed) else {
             return OfferDecision(offer: offer, children: children, limitsChecked: offer.limits == nil)
         }
-        let counts = try usage.usage(
-            UsageKey(bundleId: bundleId, offerId: offer.id, customerKey: facts.customerKey, now: now))
+        let counts = try usage.usage(usageKey(offer, bundleId: bundleId, facts: facts, now: now))
         children += LimitPolicy.evaluate(limits, usage: counts, customerKey: facts.customerKey, path: offer.path)
         return OfferDecision(offer: offer, children: children, limitsChecked: true)
+    }
+
+    /// The counts `offer`'s limits are decided on for the customer of `facts` at `now`: in the customer's
+    /// namespace (Sandbox data is counted apart), with the offer's `signatureTTL`.
+    public static func usageKey(_ offer: Offer, bundleId: String, facts: CustomerFacts, now: Int64) -> UsageKey {
+        UsageKey(
+            bundleId: bundleId, offerId: offer.id, customerKey: facts.customerKey,
+            namespace: LedgerNamespace(environment: facts.environment), now: now,
+            signatureTTL: offer.limits?.signatureTTL ?? OfferLimits.defaultSignatureTTL)
     }
 
     /// The decision with `limitTraces` (from a ledger's atomic record that lost a race) in place of the limits the

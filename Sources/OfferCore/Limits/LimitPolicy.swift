@@ -1,12 +1,14 @@
 /// The one place offer limits are decided, pure over the counts a ledger gives (`OfferUsage`): backends (memory,
-/// SQLite, later PostgreSQL) only count and record, and every caller (signing, listing, `explain`) gets the same
-/// verdict from the same code.
+/// SQLite, PostgreSQL) only count and record, and every caller (signing, listing, `explain`) gets the same verdict
+/// from the same code.
 ///
-/// - `perCustomer`: the customer's signatures plus redemptions of the offer must stay below the limit. Without a
-///   verified customer there is nobody to count for, so a `perCustomer` limit refuses
-///   (`per_customer_limit_reached`).
-/// - `total`: the offer's reservations, all customers together, must stay below the limit
-///   (`total_limit_reached`).
+/// - `perCustomer`: the customer's places (redemptions, plus signatures neither redeemed nor expired) must stay
+///   below the limit, raised by what ops granted the customer. Without a verified customer there is nobody to
+///   count for, so a `perCustomer` limit refuses (`per_customer_limit_reached`).
+/// - `total`: the offer's places, every customer together (redemptions plus reservations), must stay below the
+///   limit (`total_limit_reached`).
+/// - The abuse guard (`dailyAllowance`), per app and customer over a rolling day, is not an offer limit: it
+///   answers 429, not a decision.
 public enum LimitPolicy {
     /// The rule name of every limit trace and reason.
     public static let rule = "limits"
@@ -21,22 +23,25 @@ public enum LimitPolicy {
         var traces: [RuleTrace] = []
         if let limit = limits.perCustomer {
             let used = usage.customerSignatures + usage.customerRedemptions
-            let passed = customerKey != nil && used < limit
-            var observed = "\(usage.customerSignatures) signature(s)"
-            if usage.customerRedemptions > 0 { observed += ", \(usage.customerRedemptions) redemption(s)" }
+            let allowed = limit + usage.customerGranted
+            let passed = customerKey != nil && used < allowed
+            var expected = "fewer than \(limit) per customer"
+            if usage.customerGranted > 0 { expected += " (\(allowed) with \(usage.customerGranted) granted)" }
             traces.append(
                 RuleTrace(
                     rule: rule, code: passed ? RuleTrace.passedCode : "per_customer_limit_reached", passed: passed,
-                    observed: customerKey == nil ? "no verified customer" : observed,
-                    expected: "fewer than \(limit) per customer", path: "\(path).limits.perCustomer"))
+                    observed: customerKey == nil
+                        ? "no verified customer"
+                        : places(signatures: usage.customerSignatures, redemptions: usage.customerRedemptions),
+                    expected: expected, path: "\(path).limits.perCustomer"))
         }
         if let limit = limits.total {
-            let passed = usage.offerReservations < limit
+            let passed = usage.offerReservations + usage.offerRedemptions < limit
             traces.append(
                 RuleTrace(
                     rule: rule, code: passed ? RuleTrace.passedCode : "total_limit_reached", passed: passed,
-                    observed: "\(usage.offerReservations) signature(s)", expected: "fewer than \(limit) in all",
-                    path: "\(path).limits.total"))
+                    observed: places(signatures: usage.offerReservations, redemptions: usage.offerRedemptions),
+                    expected: "fewer than \(limit) in all", path: "\(path).limits.total"))
         }
         return traces
     }
@@ -44,5 +49,20 @@ public enum LimitPolicy {
     /// Whether one more signature is allowed: every trace of `evaluate` passed.
     public static func allows(_ limits: OfferLimits, usage: OfferUsage, customerKey: String?) -> Bool {
         evaluate(limits, usage: usage, customerKey: customerKey, path: "$").allSatisfy(\.passed)
+    }
+
+    /// The abuse guard: `nil` while the customer's promotional offer signatures of the last 24 hours
+    /// (`OfferUsage.customerSignaturesLastDay`) are fewer than `perDay`, else the seconds until the oldest of them
+    /// leaves the window (at least 1), for a 429's `Retry-After`. A request without a customer is not counted.
+    public static func dailyAllowance(perDay: Int, usage: OfferUsage, customerKey: String?, now: Int64) -> Int? {
+        guard customerKey != nil, usage.customerSignaturesLastDay >= perDay else { return nil }
+        let oldest = usage.customerOldestLastDay ?? now
+        let wait = oldest + UsageKey.day - now
+        return max(1, Int((wait + 999) / 1000))
+    }
+
+    /// Held places (signatures neither redeemed nor expired), then redemptions when there are any.
+    private static func places(signatures: Int, redemptions: Int) -> String {
+        redemptions == 0 ? "\(signatures) signature(s)" : "\(signatures) signature(s), \(redemptions) redemption(s)"
     }
 }

@@ -1,30 +1,39 @@
 /// What the ledger has counted for one offer and one customer at one moment: the only facts the limit policy
 /// (`LimitPolicy`) decides on. The counts come from a `UsageCounts` backend; the policy never sees a record.
+/// Every count is in the key's namespace and starts after the last `ledger reset` that covers it.
 public struct OfferUsage: Sendable, Equatable {
-    /// This customer's signatures for this offer that are neither expired nor redeemed. Signatures do not
-    /// expire yet and redemptions are not linked to them, so today: all of this customer's signatures for it.
-    /// 0 without a customer.
+    /// This customer's signatures for this offer that are neither expired (older than the offer's
+    /// `signatureTTL`) nor redeemed: places held. 0 without a customer.
     public var customerSignatures: Int
-    /// This customer's redemptions of this offer (purchases made with it). Nothing records redemptions yet,
-    /// so today 0, but backends count them. 0 without a customer.
+    /// This customer's redemptions of this offer (runs of purchases made with it). 0 without a customer.
     public var customerRedemptions: Int
-    /// Reservations against the offer's budget that have not expired, for every customer together. Today every
-    /// signature of the offer is one.
+    /// Extra places ops granted this customer for this offer (`ledger grant`). 0 without a customer.
+    public var customerGranted: Int
+    /// Unexpired, unredeemed signatures of the offer, every customer together: reservations against its budget.
     public var offerReservations: Int
-    /// This customer's signatures for any offer of the app issued in the 24 hours before `now`, one exactly
-    /// 24 hours old excluded (see `UsageKey.lastDayStart`). 0 without a customer.
+    /// Redemptions of the offer, every customer together.
+    public var offerRedemptions: Int
+    /// This customer's promotional offer signatures for any offer of the app issued in the 24 hours before `now`,
+    /// one exactly 24 hours old excluded (see `UsageKey.lastDayStart`): the abuse guard's count. 0 without a
+    /// customer.
     public var customerSignaturesLastDay: Int
+    /// When the oldest of those was issued (Unix ms): it leaves the window first. `nil` when there is none.
+    public var customerOldestLastDay: Int64?
 
     /// Nothing counted: a new offer and a new customer.
     public static let none = OfferUsage()
 
     public init(
-        customerSignatures: Int = 0, customerRedemptions: Int = 0, offerReservations: Int = 0,
-        customerSignaturesLastDay: Int = 0
+        customerSignatures: Int = 0, customerRedemptions: Int = 0, customerGranted: Int = 0,
+        offerReservations: Int = 0, offerRedemptions: Int = 0, customerSignaturesLastDay: Int = 0,
+        customerOldestLastDay: Int64? = nil
     ) {
         self.customerSignatures = customerSignatures
         self.customerRedemptions = customerRedemptions
+        self.customerGranted = customerGranted
         self.offerReservations = offerReservations
+        self.offerRedemptions = offerRedemptions
         self.customerSignaturesLastDay = customerSignaturesLastDay
+        self.customerOldestLastDay = customerOldestLastDay
     }
 }

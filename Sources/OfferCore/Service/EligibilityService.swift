@@ -13,15 +13,19 @@ public struct EligibilityService: Sendable {
     public let environments: Set<AppStoreEnvironment>
     /// The ledger's counts, for offers with limits; `nil` when there is no ledger.
     public let usage: (any UsageCounts)?
+    /// Where the redemptions verified transactions show are recorded (the service's ledger); `nil` for callers
+    /// that must not write (`explain`) and without a ledger.
+    public let redemptions: (any RedemptionLog)?
 
     public init(
         catalog: Catalog, verifier: SignedDataVerifier, environments: Set<AppStoreEnvironment>,
-        usage: (any UsageCounts)?
+        usage: (any UsageCounts)?, redemptions: (any RedemptionLog)? = nil
     ) {
         self.catalog = catalog
         self.verifier = verifier
         self.environments = environments
         self.usage = usage
+        self.redemptions = redemptions
     }
 
     /// A decided offer, with what it was decided for.
@@ -32,6 +36,14 @@ public struct EligibilityService: Sendable {
         public let decision: OfferDecision
 
         public var offer: Offer { decision.offer }
+
+        /// The counts the offer's limits are decided on (`OfferDecision.usageKey`).
+        public func usageKey(now: Int64) -> UsageKey {
+            OfferDecision.usageKey(offer, bundleId: app.bundleId, facts: customer?.facts ?? CustomerFacts(), now: now)
+        }
+
+        /// Production or Sandbox: the namespace the customer is counted in.
+        public var namespace: LedgerNamespace { LedgerNamespace(environment: customer?.facts.environment) }
 
         /// The same verdict with another decision (limits that a concurrent request reached first).
         public func replacingDecision(_ decision: OfferDecision) -> Verdict {
@@ -169,19 +181,42 @@ public struct EligibilityService: Sendable {
         let transaction = try verify(data.transaction, "signedTransaction", as: JWSTransactionPayload.self)
         let renewalInfo = try verify(data.renewalInfo, "signedRenewalInfo", as: JWSRenewalInfoPayload.self)
         let appTransaction = try verify(data.appTransaction, "signedAppTransaction", as: AppTransactionPayload.self)
+        let environment = (transaction?.environment ?? renewalInfo?.environment ?? appTransaction?.receiptType)
+        if app.definition.sandbox == .refuse, let environment,
+            LedgerNamespace(environment: environment.rawValue) == .sandbox
+        {
+            throw OfferError(
+                .untrustedSignedData,
+                "\(environment.rawValue) data is refused for app \(app.bundleId) (its sandbox setting is \"refuse\")",
+                reason: SignedDataError.Reason.wrongEnvironment.rawValue)
+        }
         guard renewalInfo == nil || transaction != nil else {
             // Renewal info names no app: only the transaction it belongs to ties it to this one.
             throw .invalidRequest(
                 "\"signedRenewalInfo\" must come with the \"signedTransaction\" it belongs to",
                 field: "signedRenewalInfo")
         }
+        let customer: VerifiedCustomer
         do {
-            return try VerifiedCustomer(
+            customer = try VerifiedCustomer(
                 transaction: transaction, renewalInfo: renewalInfo, appTransaction: appTransaction, now: now)
         } catch {
             throw OfferError(
                 .untrustedSignedData, "signed data does not fit together: \(error.message)",
                 reason: SignedDataError.Reason.inconsistent.rawValue)
+        }
+        try observe(customer)
+        return customer
+    }
+
+    /// Hands the customer's verified transaction to the redemption log (when there is one), before the counts are
+    /// read: a purchase made with an offer turns the customer's signature for it into a redemption.
+    private func observe(_ customer: VerifiedCustomer) throws(OfferError) {
+        guard let redemptions, let transaction = customer.transaction.flatMap(ObservedTransaction.init) else { return }
+        do {
+            _ = try redemptions.observe(transaction)
+        } catch {
+            throw .storageUnavailable
         }
     }
 

@@ -13,6 +13,8 @@ public struct OfferError: Error, Sendable, Equatable, CustomStringConvertible {
     public var reason: String?
     /// For `not_eligible`: the failed rules, by name and code only.
     public var reasons: [IneligibilityReason]
+    /// For `customer_rate_limited`: seconds until the client may try again (`Retry-After`).
+    public var retryAfter: Int?
 
     public init(
         _ code: ErrorCode, _ message: String, field: String? = nil, reason: String? = nil,
@@ -48,6 +50,23 @@ public struct OfferError: Error, Sendable, Equatable, CustomStringConvertible {
     public static func notEligible(_ reasons: [IneligibilityReason]) -> OfferError {
         OfferError(.notEligible, "the customer is not eligible for this offer", reasons: reasons)
     }
+
+    /// The customer reached the app's abuse guard; one more signature is possible in `retryAfter` seconds.
+    public static func customerRateLimited(perDay: Int, retryAfter: Int) -> OfferError {
+        var error = OfferError(
+            .customerRateLimited,
+            "this customer got \(perDay) promotional offer signatures in the last 24 hours, the most this app allows; "
+                + "retry in \(retryAfter) s")
+        error.retryAfter = retryAfter
+        return error
+    }
+
+    /// A Sandbox customer asked for a legacy signature: it does not carry the customer, so it could be redeemed
+    /// in Production.
+    public static let legacyForSandbox = OfferError(
+        .invalidRequest,
+        "a Sandbox customer gets JWS signatures only (\"format\": \"jws\"): a legacy signature does not name the "
+            + "customer, so it would spend Production's limits", field: "format")
 
     public static let storageUnavailable = OfferError(
         .storageUnavailable, "the ledger of issued signatures is unavailable; retry later")

@@ -39,6 +39,8 @@ struct SignatureRoutes {
                 throw OfferError.notEligible(reasons)
             }
             let app = verdict.app
+            let namespace = verdict.namespace
+            if namespace == .sandbox && body.format == .legacy { throw OfferError.legacyForSandbox }
             let key = app.signingKey
             let nonce = nonce()
             // Signed before it is recorded, so the ledger's writer only records; a refusal by the limits throws
@@ -71,25 +73,37 @@ struct SignatureRoutes {
             }
             let customerKey = verdict.customer?.facts.customerKey
             let answerBody = reply.jsonBytes
+            let limits = verdict.offer.limits
             let signature = IssuedSignature(
                 bundleId: app.bundleId, offerId: verdict.offer.id, productId: body.productId,
                 customerKey: customerKey, nonce: nonce, keyId: key.keyId, format: body.format.rawValue,
                 issuedAt: context.now, requestId: context.requestId,
-                idempotency: idempotency?.recorded(answer: answerBody))
-            let limits = verdict.offer.limits
+                idempotency: idempotency?.recorded(answer: answerBody), namespace: namespace,
+                signatureTTL: limits?.signatureTTL ?? OfferLimits.defaultSignatureTTL)
+            let perDay = app.definition.signaturesPerCustomerPerDay
+            let now = context.now
             let answer = HTTPResponse.ok(answerBody)
-            record(
-                signature, context, respond,
-                admit: { usage in
-                    limits.map { LimitPolicy.allows($0, usage: usage, customerKey: customerKey) } ?? true
+            // Counted only when there is something to count: an identified customer (the abuse guard) or limits.
+            let admit: (@Sendable (OfferUsage) -> Bool)? =
+                customerKey == nil && limits == nil
+                ? nil
+                : { @Sendable usage in
+                    LimitPolicy.dailyAllowance(perDay: perDay, usage: usage, customerKey: customerKey, now: now) == nil
+                        && (limits.map { LimitPolicy.allows($0, usage: usage, customerKey: customerKey) } ?? true)
                 }
-            ) { outcome in
+            record(signature, context, respond, admit: admit) { outcome in
                 // The same request under the same key, recorded by the writer after this one's look-up above
                 // (a client's retry while its first request waited for the commit).
                 if let previous = outcome.previous {
                     return repeated(previous, idempotency, offerId: verdict.offer.id, context)
                 }
                 guard outcome.recorded else {
+                    if let wait = LimitPolicy.dailyAllowance(
+                        perDay: perDay, usage: outcome.usage, customerKey: customerKey, now: now)
+                    {
+                        context.recordDecision("rate_limited", offer: verdict.offer.id, reasons: [])
+                        return .failure(OfferError.customerRateLimited(perDay: perDay, retryAfter: wait))
+                    }
                     let limited = verdict.replacingDecision(
                         verdict.decision.replacingLimits(
                             with: LimitPolicy.evaluate(
@@ -147,8 +161,8 @@ struct SignatureRoutes {
             let signature = IssuedSignature(
                 bundleId: verdict.app.bundleId, offerId: verdict.offer.id, productId: body.productId,
                 customerKey: verdict.customer?.facts.customerKey, nonce: nonce, keyId: key.keyId,
-                format: "introductory", issuedAt: context.now, requestId: context.requestId,
-                idempotency: idempotency?.recorded(answer: answerBody))
+                format: IssuedSignature.introductoryFormat, issuedAt: context.now, requestId: context.requestId,
+                idempotency: idempotency?.recorded(answer: answerBody), namespace: verdict.namespace)
             let answer = HTTPResponse.ok(answerBody)
             record(signature, context, respond, admit: nil) { outcome in
                 if let previous = outcome.previous {

@@ -8,7 +8,7 @@ public enum ErrorMapping {
     /// The HTTP status of each domain error code; a code missing here is a 500.
     static let statuses: [ErrorCode: Int] = [
         .invalidRequest: 400, .untrustedSignedData: 400, .wrongOfferType: 400, .productNotCovered: 400,
-        .notEligible: 403, .unknownApp: 404, .unknownOffer: 404, .idempotencyKeyReused: 422,
+        .notEligible: 403, .unknownApp: 404, .unknownOffer: 404, .idempotencyKeyReused: 422, .customerRateLimited: 429,
         .storageUnavailable: 503, .internalError: 500,
     ]
 
@@ -29,7 +29,8 @@ public enum ErrorMapping {
             let body = ErrorResponse(
                 code: error.code, message: error.message, field: error.field, reason: error.reason,
                 reasons: error.reasons)
-            return HTTPResponse(status: status, body: body.jsonBytes)
+            let headers = error.retryAfter.map { [HTTPHeader("Retry-After", String($0))] } ?? []
+            return HTTPResponse(status: status, body: body.jsonBytes, headers: headers)
         case let error as WireError:
             context.record { $0.reason = ErrorCode.invalidRequest.rawValue }
             let body = ErrorResponse(code: .invalidRequest, message: error.message, field: error.field)

@@ -53,7 +53,7 @@ public final class OfferService: Sendable {
     ) throws(ConfigErrors) -> Snapshot {
         let eligibility = EligibilityService(
             catalog: catalog, verifier: try configuration.loadVerifier(),
-            environments: Set(configuration.settings.trust.environments), usage: ledger)
+            environments: Set(configuration.settings.trust.environments), usage: ledger, redemptions: ledger)
         return Snapshot(eligibility: eligibility, configuration: configuration.hash)
     }
 

@@ -116,12 +116,12 @@ public final class PostgreSQLLedger: Ledger {
         try connection.execute(
             Statement.insertSignature,
             [
-                signature.bundleId, signature.offerId, signature.customerKey, signature.nonce, signature.keyId,
+                signature.storedApp, signature.offerId, signature.customerKey, signature.nonce, signature.keyId,
                 signature.format, String(signature.issuedAt), signature.productId, signature.requestId,
                 signature.idempotency?.key, signature.idempotency?.requestHash,
                 signature.idempotency.map { Hex.encode($0.answer) },
             ])
-        try connection.execute(Statement.addToTotal, [signature.bundleId, signature.offerId])
+        try connection.execute(Statement.addToTotal, [signature.storedApp, signature.offerId])
         return LedgerOutcome(recorded: true, usage: usage)
     }
 
@@ -153,7 +153,10 @@ public final class PostgreSQLLedger: Ledger {
     public func offerTotals() throws(LedgerError) -> [OfferTotal] {
         try pool.withConnection { (connection) throws(LedgerError) -> [OfferTotal] in
             try connection.rows(Statement.offerTotals).map { row in
-                OfferTotal(bundleId: row[0] ?? "", offerId: row[1] ?? "", issued: Int(row[2] ?? "") ?? 0)
+                let app = LedgerNamespace.parse(storedApp: row[0] ?? "")
+                return OfferTotal(
+                    bundleId: app.bundleId, offerId: row[1] ?? "", issued: Int(row[2] ?? "") ?? 0,
+                    redeemed: Int(row[3] ?? "") ?? 0, namespace: app.namespace)
             }
         }
     }
@@ -168,6 +171,7 @@ public final class PostgreSQLLedger: Ledger {
         try pool.transaction { (connection) throws(LedgerError) -> Int in
             let signatures = try connection.execute(Statement.forgetSignatures, [customerKey])
             let redemptions = try connection.execute(Statement.forgetRedemptions, [customerKey])
+            for statement in Statement.forgetTheRest { try connection.execute(statement, [customerKey]) }
             return Int(signatures + redemptions)
         }
     }
@@ -183,22 +187,74 @@ public final class PostgreSQLLedger: Ledger {
 
     /// A row of `selectSignature`'s columns.
     private static func signature(_ row: [String?]) -> IssuedSignature {
-        IssuedSignature(
-            bundleId: row[0] ?? "", offerId: row[1] ?? "", productId: row[7] ?? "", customerKey: row[2],
+        let app = LedgerNamespace.parse(storedApp: row[0] ?? "")
+        return IssuedSignature(
+            bundleId: app.bundleId, offerId: row[1] ?? "", productId: row[7] ?? "", customerKey: row[2],
             nonce: row[3] ?? "", keyId: row[4] ?? "", format: row[5] ?? "", issuedAt: Int64(row[6] ?? "") ?? 0,
-            requestId: row[8])
+            requestId: row[8], namespace: app.namespace)
     }
 
-    /// The four counts in one statement, so they come from one snapshot.
+    /// Every count in one statement, so they come from one snapshot.
     private static func usage(_ connection: PostgreSQLConnection, _ key: UsageKey) throws(LedgerError) -> OfferUsage {
-        let parameters = [key.bundleId, key.offerId, key.customerKey, String(key.lastDayStart)]
-        guard let row = try connection.rows(Statement.usage, parameters).first, row.count == 4 else {
+        let parameters = [
+            key.storedApp, key.offerId, key.customerKey, String(key.reservationStart), String(key.lastDayStart),
+        ]
+        guard let row = try connection.rows(Statement.usage, parameters).first, row.count == 7 else {
             throw LedgerError("PostgreSQL statement \(Statement.usage.name) returned no row where one was expected")
         }
         let counts = row.map { Int($0 ?? "") ?? 0 }
         return OfferUsage(
-            customerSignatures: counts[1], customerRedemptions: counts[2], offerReservations: counts[0],
-            customerSignaturesLastDay: counts[3])
+            customerSignatures: counts[2], customerRedemptions: counts[3], customerGranted: counts[4],
+            offerReservations: counts[0], offerRedemptions: counts[1], customerSignaturesLastDay: counts[5],
+            customerOldestLastDay: row[6].flatMap { Int64($0) })
+    }
+
+    // MARK: - Redemptions
+
+    public func observe(_ transaction: ObservedTransaction) throws(LedgerError) -> RedemptionOutcome {
+        let subscription = [
+            transaction.namespace.storedApp(transaction.bundleId), transaction.originalTransactionId,
+        ]
+        // Most transactions change nothing (the same run going on): a read tells, without a lock.
+        let run = try pool.withConnection { (connection) throws(LedgerError) in try Self.run(connection, subscription) }
+        guard transaction.transition(from: run) != nil else { return .unchanged }
+        return try pool.transaction { (connection) throws(LedgerError) -> RedemptionOutcome in
+            // The locks a group commit takes for the same offer and customer, in the same order.
+            let locks = Self.locks(
+                (transaction.offerId.map { [Self.lock(.offer, subscription[0], $0)] } ?? [])
+                    + [Self.lock(.customer, subscription[0], transaction.originalTransactionId)])
+            try connection.execute(Statement.lock, [locks.classes, locks.keys])
+            guard let (next, redeemed) = transaction.transition(from: try Self.run(connection, subscription))
+            else { return .unchanged }
+            try connection.execute(Statement.saveRun, subscription + [next.offerId, String(next.purchaseDate)])
+            guard redeemed, let offerId = next.offerId else { return .runEnded }
+            let app = subscription[0]
+            let inserted = try connection.execute(
+                Statement.insertRedemption,
+                [
+                    app, offerId, transaction.originalTransactionId, transaction.transactionId,
+                    String(transaction.purchaseDate), String(transaction.offerType ?? 0),
+                ])
+            // The same transaction seen again (its run since ended and began anew): nothing new.
+            guard inserted == 1 else { return .unchanged }
+            let nonce = try connection.rows(
+                Statement.redeemSignature,
+                [app, offerId, transaction.originalTransactionId, String(transaction.purchaseDate)]
+            ).first?[0]
+            if let nonce { try connection.execute(Statement.linkRedemption, [nonce, transaction.transactionId]) }
+            try connection.execute(Statement.addRedemptionToTotal, [app, offerId])
+            return .redeemed(nonce: nonce)
+        }
+    }
+
+    /// The run recorded for a subscription (`[app, originalTransactionId]`).
+    private static func run(
+        _ connection: PostgreSQLConnection, _ subscription: [String]
+    ) throws(LedgerError)
+        -> SubscriptionRun?
+    {
+        guard let row = try connection.rows(Statement.selectRun, subscription).first else { return nil }
+        return SubscriptionRun(offerId: row[0], purchaseDate: Int64(row[1] ?? "") ?? 0)
     }
 
     // MARK: - Locks
@@ -224,17 +280,27 @@ public final class PostgreSQLLedger: Ledger {
     /// The locks for `signatures`: each offer, each customer of a record that is `limited` (counted), each
     /// idempotency key; without repeats, sorted, so every writer takes them in the same order.
     static func locks(_ signatures: [IssuedSignature], limited: [Bool]) -> Locks {
-        var pairs = Set<[Int32]>()
+        var pairs: [[Int32]] = []
         for (signature, limited) in zip(signatures, limited) {
-            pairs.insert([LockClass.offer.rawValue, lockKey(signature.bundleId, signature.offerId)])
+            pairs.append(lock(.offer, signature.storedApp, signature.offerId))
             if limited, let customerKey = signature.customerKey {
-                pairs.insert([LockClass.customer.rawValue, lockKey(signature.bundleId, customerKey)])
+                pairs.append(lock(.customer, signature.storedApp, customerKey))
             }
             if let idempotency = signature.idempotency {
-                pairs.insert([LockClass.idempotencyKey.rawValue, lockKey(signature.bundleId, idempotency.key)])
+                pairs.append(lock(.idempotencyKey, signature.bundleId, idempotency.key))
             }
         }
-        let sorted = pairs.sorted { $0.lexicographicallyPrecedes($1) }
+        return locks(pairs)
+    }
+
+    /// One lock: its class and the key of `name` in app `app` (a stored app key, namespace included).
+    static func lock(_ lockClass: LockClass, _ app: String, _ name: String) -> [Int32] {
+        [lockClass.rawValue, lockKey(app, name)]
+    }
+
+    /// `pairs` without repeats, sorted, as `Statement.lock`'s parameters.
+    static func locks(_ pairs: [[Int32]]) -> Locks {
+        let sorted = Set(pairs).sorted { $0.lexicographicallyPrecedes($1) }
         return Locks(
             classes: "{" + sorted.map { String($0[0]) }.joined(separator: ",") + "}",
             keys: "{" + sorted.map { String($0[1]) }.joined(separator: ",") + "}")
@@ -302,7 +368,60 @@ public final class PostgreSQLLedger: Ledger {
                 )
                 """,
                 "CREATE INDEX redemptions_by_customer ON redemptions (bundle_id, offer_id, customer_key)",
-            ])
+            ]),
+        // 2: the SQLite ledger's version 6: redemptions matched to signatures, reservations that expire, runs,
+        // per-offer redemption totals, ops' grants and resets and their record.
+        PostgreSQLMigrator.Migration(
+            version: 2,
+            [
+                "ALTER TABLE issued_signatures ADD COLUMN redeemed_at_ms BIGINT",
+                // Both counts of places (the offer's, the customer's) read an index alone.
+                """
+                CREATE INDEX issued_reservations ON issued_signatures (bundle_id, offer_id, issued_at_ms, redeemed_at_ms)
+                WHERE redeemed_at_ms IS NULL
+                """,
+                "DROP INDEX issued_by_customer",
+                """
+                CREATE INDEX issued_by_customer
+                ON issued_signatures (bundle_id, offer_id, customer_key, issued_at_ms, redeemed_at_ms)
+                """,
+                "ALTER TABLE redemptions ADD COLUMN original_transaction_id TEXT",
+                "ALTER TABLE redemptions ADD COLUMN offer_type INTEGER",
+                "ALTER TABLE redemptions ADD COLUMN nonce TEXT",
+                "ALTER TABLE offer_totals ADD COLUMN redeemed BIGINT NOT NULL DEFAULT 0",
+                """
+                CREATE TABLE subscription_runs (
+                    bundle_id TEXT NOT NULL,
+                    original_transaction_id TEXT NOT NULL,
+                    offer_id TEXT,
+                    purchase_ms BIGINT NOT NULL,
+                    PRIMARY KEY (bundle_id, original_transaction_id)
+                )
+                """,
+                """
+                CREATE TABLE allowances (
+                    bundle_id TEXT NOT NULL,
+                    offer_id TEXT NOT NULL,
+                    customer_key TEXT NOT NULL,
+                    granted BIGINT NOT NULL DEFAULT 0,
+                    reset_at_ms BIGINT NOT NULL DEFAULT 0,
+                    redeemed_base BIGINT NOT NULL DEFAULT 0,
+                    PRIMARY KEY (bundle_id, offer_id, customer_key)
+                )
+                """,
+                """
+                CREATE TABLE ledger_actions (
+                    id BIGSERIAL PRIMARY KEY,
+                    at_ms BIGINT NOT NULL,
+                    action TEXT NOT NULL,
+                    bundle_id TEXT NOT NULL,
+                    offer_id TEXT NOT NULL,
+                    customer_key TEXT,
+                    count BIGINT,
+                    reason TEXT NOT NULL
+                )
+                """,
+            ]),
     ]
 
     /// Every statement the ledger runs after open, prepared once per connection.
@@ -317,13 +436,67 @@ public final class PostgreSQLLedger: Ledger {
         static let usage = PostgreSQLStatement(
             "ledger_usage",
             """
+            WITH a AS (
+                SELECT
+                    coalesce(max(reset_at_ms) FILTER (WHERE customer_key = ''), 0) AS offer_reset,
+                    coalesce(max(redeemed_base) FILTER (WHERE customer_key = ''), 0) AS base,
+                    coalesce(max(reset_at_ms), 0) AS since,
+                    coalesce(max(granted) FILTER (WHERE customer_key = $3), 0) AS granted
+                FROM allowances WHERE bundle_id = $1 AND offer_id = $2 AND customer_key IN ('', $3)
+            ), d AS (
+                SELECT count(*) AS n, min(issued_at_ms) AS oldest FROM issued_signatures
+                WHERE bundle_id = $1 AND customer_key = $3 AND issued_at_ms > $5::bigint AND format <> 'introductory'
+            )
             SELECT
-                (SELECT coalesce(sum(issued), 0) FROM offer_totals WHERE bundle_id = $1 AND offer_id = $2),
                 (SELECT count(*) FROM issued_signatures
-                    WHERE bundle_id = $1 AND offer_id = $2 AND customer_key = $3),
-                (SELECT count(*) FROM redemptions WHERE bundle_id = $1 AND offer_id = $2 AND customer_key = $3),
+                    WHERE bundle_id = $1 AND offer_id = $2 AND issued_at_ms > greatest($4::bigint, a.offer_reset)
+                        AND redeemed_at_ms IS NULL),
+                (SELECT coalesce(sum(redeemed), 0) FROM offer_totals WHERE bundle_id = $1 AND offer_id = $2) - a.base,
                 (SELECT count(*) FROM issued_signatures
-                    WHERE bundle_id = $1 AND customer_key = $3 AND issued_at_ms > $4::bigint)
+                    WHERE bundle_id = $1 AND offer_id = $2 AND customer_key = $3
+                        AND issued_at_ms > greatest($4::bigint, a.since) AND redeemed_at_ms IS NULL),
+                (SELECT count(*) FROM redemptions
+                    WHERE bundle_id = $1 AND offer_id = $2 AND customer_key = $3 AND redeemed_at_ms > a.since),
+                a.granted, d.n, d.oldest
+            FROM a, d
+            """)
+        static let selectRun = PostgreSQLStatement(
+            "ledger_select_run",
+            "SELECT offer_id, purchase_ms FROM subscription_runs WHERE bundle_id = $1 AND original_transaction_id = $2")
+        static let saveRun = PostgreSQLStatement(
+            "ledger_save_run",
+            """
+            INSERT INTO subscription_runs (bundle_id, original_transaction_id, offer_id, purchase_ms)
+            VALUES ($1, $2, $3, $4::bigint)
+            ON CONFLICT (bundle_id, original_transaction_id) DO UPDATE
+            SET offer_id = excluded.offer_id, purchase_ms = excluded.purchase_ms
+            """)
+        static let insertRedemption = PostgreSQLStatement(
+            "ledger_insert_redemption",
+            """
+            INSERT INTO redemptions
+                (bundle_id, offer_id, customer_key, original_transaction_id, transaction_id, redeemed_at_ms, offer_type)
+            VALUES ($1, $2, $3, $3, $4, $5::bigint, $6::integer)
+            ON CONFLICT (transaction_id) DO NOTHING
+            """)
+        /// The customer's latest unredeemed signature for the offer, one issued by the purchase first.
+        static let redeemSignature = PostgreSQLStatement(
+            "ledger_redeem_signature",
+            """
+            UPDATE issued_signatures SET redeemed_at_ms = $4::bigint
+            WHERE id = (
+                SELECT id FROM issued_signatures
+                WHERE bundle_id = $1 AND offer_id = $2 AND customer_key = $3 AND redeemed_at_ms IS NULL
+                ORDER BY issued_at_ms <= $4::bigint DESC, issued_at_ms DESC, id DESC LIMIT 1)
+            RETURNING nonce
+            """)
+        static let linkRedemption = PostgreSQLStatement(
+            "ledger_link_redemption", "UPDATE redemptions SET nonce = $1 WHERE transaction_id = $2")
+        static let addRedemptionToTotal = PostgreSQLStatement(
+            "ledger_add_redemption_to_total",
+            """
+            INSERT INTO offer_totals (bundle_id, offer_id, issued, redeemed) VALUES ($1, $2, 0, 1)
+            ON CONFLICT (bundle_id, offer_id) DO UPDATE SET redeemed = offer_totals.redeemed + 1
             """)
         static let insertSignature = PostgreSQLStatement(
             "ledger_insert_signature",
@@ -344,11 +517,14 @@ public final class PostgreSQLLedger: Ledger {
             "ledger_previous_answer",
             """
             SELECT request_hash, encode(answer, 'hex'), nonce FROM issued_signatures
-            WHERE bundle_id = $1 AND idempotency_key = $2 AND issued_at_ms >= $3::bigint
+            WHERE bundle_id IN ($1, 'sandbox:' || $1) AND idempotency_key = $2 AND issued_at_ms >= $3::bigint
             """)
         static let releaseIdempotencyKey = PostgreSQLStatement(
             "ledger_release_idempotency_key",
-            "UPDATE issued_signatures SET idempotency_key = NULL WHERE bundle_id = $1 AND idempotency_key = $2")
+            """
+            UPDATE issued_signatures SET idempotency_key = NULL
+            WHERE bundle_id IN ($1, 'sandbox:' || $1) AND idempotency_key = $2
+            """)
         static let selectSignature = PostgreSQLStatement(
             "ledger_select_signature",
             """
@@ -356,7 +532,8 @@ public final class PostgreSQLLedger: Ledger {
             FROM issued_signatures WHERE nonce = $1
             """)
         static let offerTotals = PostgreSQLStatement(
-            "ledger_offer_totals", "SELECT bundle_id, offer_id, issued FROM offer_totals ORDER BY bundle_id, offer_id")
+            "ledger_offer_totals",
+            "SELECT bundle_id, offer_id, issued, redeemed FROM offer_totals ORDER BY bundle_id, offer_id")
         static let customerHistory = PostgreSQLStatement(
             "ledger_customer_history",
             """
@@ -364,9 +541,22 @@ public final class PostgreSQLLedger: Ledger {
             FROM issued_signatures WHERE customer_key = $1 ORDER BY issued_at_ms, id
             """)
         static let forgetSignatures = PostgreSQLStatement(
-            "ledger_forget_signatures", "DELETE FROM issued_signatures WHERE customer_key = $1")
+            "ledger_forget_signatures",
+            """
+            UPDATE issued_signatures
+            SET customer_key = NULL, request_id = NULL, idempotency_key = NULL, request_hash = NULL, answer = NULL
+            WHERE customer_key = $1
+            """)
         static let forgetRedemptions = PostgreSQLStatement(
             "ledger_forget_redemptions", "DELETE FROM redemptions WHERE customer_key = $1")
+        /// The customer's runs and allowances; ops actions about them keep the action and lose the key.
+        static let forgetTheRest = [
+            PostgreSQLStatement(
+                "ledger_forget_runs", "DELETE FROM subscription_runs WHERE original_transaction_id = $1"),
+            PostgreSQLStatement("ledger_forget_allowances", "DELETE FROM allowances WHERE customer_key = $1"),
+            PostgreSQLStatement(
+                "ledger_forget_actions", "UPDATE ledger_actions SET customer_key = NULL WHERE customer_key = $1"),
+        ]
         static let subtractFromTotal = PostgreSQLStatement(
             "ledger_subtract_from_total",
             """

@@ -15,7 +15,7 @@ struct IdempotencyTests {
     static func customer(_ deployment: TestDeployment, _ id: String = "3000000000000001") throws -> SignedData {
         SignedData(
             transaction: try deployment.transaction(
-                bundleId: Fixture.bundleId, expiredDaysAgo: 70, originalTransactionId: id))
+                bundleId: Fixture.bundleId, expiredDaysAgo: 70, originalTransactionId: id, environment: "Production"))
     }
 
     @Test(
@@ -154,5 +154,8 @@ private final class LateLookupLedger: Ledger {
     }
     func forget(customerKey: String) throws(LedgerError) -> Int { try memory.forget(customerKey: customerKey) }
     func release(nonce: String) throws(LedgerError) { try memory.release(nonce: nonce) }
+    func observe(_ transaction: ObservedTransaction) throws(LedgerError) -> RedemptionOutcome {
+        try memory.observe(transaction)
+    }
     func isHealthy() -> Bool { true }
 }
