@@ -3,7 +3,11 @@
 from __future__ import annotations
 
 import json
+import os
 import signal
+import subprocess
+import tempfile
+import uuid
 from pathlib import Path
 
 import pytest
@@ -19,6 +23,7 @@ from support import (
     OFFER_OPEN,
     OFFER_WB_ANY,
     OFFER_WB_GBR,
+    POSTGRES_CLUSTER_SCRIPT,
     PRODUCT_MONTHLY,
     PRODUCT_YEARLY,
     ROTATED_KEY_ID,
@@ -26,6 +31,8 @@ from support import (
     Server,
     SignedData,
     binary,
+    create_postgres_database,
+    drop_postgres_database,
     generate_key,
     run_cli,
     write_config,
@@ -122,3 +129,38 @@ def verified_server(testkit_dir, signing_key):
     yield running
     status = running.stop(signal.SIGTERM, timeout=5)
     assert status == 0, running.stderr_path.read_text(errors="replace")
+
+
+# PostgreSQL: `make test`'s throwaway cluster, else one this session starts; a database of its own per test.
+
+
+@pytest.fixture(scope="session")
+def postgres_cluster():
+    """The DSN of the superuser of a throwaway PostgreSQL cluster: `make test`'s (OFFER_SIGNER_TEST_POSTGRES), else
+    one started here with Scripts/postgres-test-cluster.sh and stopped at the end of the session (its watchdog
+    stops it too if pytest is killed). Never skipped: without PostgreSQL installed, the tests fail saying so."""
+    dsn = os.environ.get("OFFER_SIGNER_TEST_POSTGRES")
+    if dsn:
+        yield dsn
+        return
+    # Under /tmp: as root the cluster runs as the postgres user, who cannot enter pytest's private folders.
+    directory = tempfile.mkdtemp(prefix="offer-signer-postgres.", dir="/tmp")
+    started = subprocess.run(
+        ["bash", str(POSTGRES_CLUSTER_SCRIPT), "start", directory, "--owner", str(os.getpid())],
+        capture_output=True, text=True, timeout=180)
+    assert started.returncode == 0, f"no PostgreSQL cluster for the tests (`make deps` installs it): {started.stderr}"
+    try:
+        yield started.stdout.strip()
+    finally:
+        stopped = subprocess.run(["bash", str(POSTGRES_CLUSTER_SCRIPT), "stop", directory],
+                                 capture_output=True, text=True, timeout=120)
+        assert stopped.returncode == 0, stopped.stderr
+
+
+@pytest.fixture
+def postgres_dsn(postgres_cluster):
+    """The DSN of a new, empty database for this test alone (dropped after it)."""
+    name = f"interop_{uuid.uuid4().hex[:16]}"
+    dsn = create_postgres_database(postgres_cluster, name)
+    yield dsn
+    drop_postgres_database(postgres_cluster, name)

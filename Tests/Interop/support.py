@@ -7,6 +7,7 @@ byte for byte (ECDSA is randomized).
 from __future__ import annotations
 
 import base64
+import http.client
 import json
 import os
 import re
@@ -17,6 +18,7 @@ import subprocess
 import threading
 import time
 import urllib.error
+import urllib.parse
 import urllib.request
 import uuid
 from dataclasses import dataclass, field
@@ -219,6 +221,40 @@ class Server:
         body.update(fields)
         body = {k: v for k, v in body.items() if v is not None}
         return self.post(PROMO_PATH, body)
+
+
+class Hammer(threading.Thread):
+    """A client that asks `server` for `offer`'s signature over one keep-alive connection, again and again, until
+    `stop` is set or the connection ends (the server was killed). Keeps the nonce of every 200 answer; `failure`
+    says what ended it otherwise: a non-200 answer (its status first) or the connection's error."""
+
+    def __init__(self, server: Server, offer: str, stop: threading.Event):
+        super().__init__(daemon=True)
+        self.server, self.offer, self.stop = server, offer, stop
+        self.nonces: list[str] = []
+        self.failure: str | None = None
+
+    def run(self) -> None:
+        body = json.dumps({"bundleId": BUNDLE_ID, "productId": PRODUCT_MONTHLY, "offerId": self.offer})
+        connection = http.client.HTTPConnection("127.0.0.1", self.server.port, timeout=10)
+        try:
+            while not self.stop.is_set():
+                connection.request("POST", PROMO_PATH, body=body, headers={"Content-Type": "application/json"})
+                response = connection.getresponse()
+                data = response.read()
+                if response.status != 200:
+                    self.failure = f"{response.status}: {data[:300]!r}"
+                    return
+                self.nonces.append(json.loads(data)["nonce"])
+        except (OSError, http.client.HTTPException) as error:
+            self.failure = f"connection ended: {error!r}"
+        finally:
+            connection.close()
+
+    @property
+    def refused(self) -> bool:
+        """Whether an answer other than 200 ended it (not the connection)."""
+        return self.failure is not None and not self.failure.startswith("connection ended")
 
 
 # MARK: - JWS
@@ -436,10 +472,45 @@ class SignedData:
         self.bad_signature = f"{header}.{forged}.{signature}"
 
     def sign(self, ca: Path, kind: str, payload: dict) -> str:
-        path = self.directory / f"payload-{time.monotonic_ns()}.json"
-        path.write_text(json.dumps(payload))
-        result = run_cli("testkit", "sign", kind, "--ca", str(ca), "--payload", str(path))
-        assert result.returncode == 0, result.stderr
-        token = result.stdout.strip()
-        assert token.count(".") == 2, token
-        return token
+        return sign_with_testkit(self.directory, ca, kind, payload)
+
+
+def sign_with_testkit(directory: Path, ca: Path, kind: str, payload: dict) -> str:
+    """`payload` signed by `offer-signer testkit sign KIND` with the test chain in `ca` (the payload file is written
+    to `directory`)."""
+    path = directory / f"payload-{uuid.uuid4()}.json"
+    path.write_text(json.dumps(payload))
+    result = run_cli("testkit", "sign", kind, "--ca", str(ca), "--payload", str(path))
+    assert result.returncode == 0, result.stderr
+    token = result.stdout.strip()
+    assert token.count(".") == 2, token
+    return token
+
+
+# MARK: - PostgreSQL
+
+POSTGRES_CLUSTER_SCRIPT = REPO_ROOT / "Scripts" / "postgres-test-cluster.sh"
+
+
+def psql(dsn: str, sql: str) -> list[list[str]]:
+    """The rows `sql` returns on `dsn`, each a list of text fields, read by `psql` (a reader independent of the
+    service's own libpq code)."""
+    result = subprocess.run(
+        ["psql", "--no-psqlrc", "--quiet", "--no-align", "--tuples-only", "--field-separator=\t",
+         "--set=ON_ERROR_STOP=1", "--dbname", dsn, "--command", sql],
+        capture_output=True, text=True, timeout=60)
+    assert result.returncode == 0, f"psql failed on {sql!r}: {result.stderr}"
+    return [line.split("\t") for line in result.stdout.splitlines()]
+
+
+def create_postgres_database(server_dsn: str, name: str) -> str:
+    """Creates the empty database `name` with the superuser of `server_dsn`, and returns the same DSN naming it."""
+    assert re.fullmatch(r"[a-z_][a-z0-9_]*", name), name
+    psql(server_dsn, f"CREATE DATABASE {name}")
+    return urllib.parse.urlunsplit(urllib.parse.urlsplit(server_dsn)._replace(path=f"/{name}"))
+
+
+def drop_postgres_database(server_dsn: str, name: str) -> None:
+    """Drops `name`, closing the connections left to it (a killed server's are closed by PostgreSQL itself)."""
+    assert re.fullmatch(r"[a-z_][a-z0-9_]*", name), name
+    psql(server_dsn, f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
