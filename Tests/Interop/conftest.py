@@ -96,10 +96,20 @@ def signed(testkit_dir) -> SignedData:
 @pytest.fixture(scope="module")
 def verified_server(testkit_dir, signing_key):
     """A server that trusts the test root (Sandbox only) and has every kind of offer, limits included."""
+    yield from serve_verified(testkit_dir, signing_key, ["Sandbox"], "verified.json")
+
+
+@pytest.fixture(scope="module")
+def verified_production_server(testkit_dir, signing_key):
+    """`verified_server`'s offers, trusting the test root for Production data too."""
+    yield from serve_verified(testkit_dir, signing_key, ["Production", "Sandbox"], "verified-production.json")
+
+
+def serve_verified(testkit_dir, signing_key, environments: list[str], name: str):
     config = {
         "listen": {"host": "127.0.0.1", "port": 0},
         "storage": "memory",
-        "trust": {"rootCertificates": [str(testkit_dir / "ca" / "root.cer")], "environments": ["Sandbox"]},
+        "trust": {"rootCertificates": [str(testkit_dir / "ca" / "root.cer")], "environments": environments},
         "apps": [{
             "bundleId": BUNDLE_ID,
             "issuerId": ISSUER_ID,
@@ -121,7 +131,7 @@ def verified_server(testkit_dir, signing_key):
             ],
         }],
     }
-    path = testkit_dir / "verified.json"
+    path = testkit_dir / name
     path.write_text(json.dumps(config, indent=2))
     check = run_cli("config", "check", "--config", str(path))
     assert check.returncode == 0, check.stdout + check.stderr

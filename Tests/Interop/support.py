@@ -459,6 +459,10 @@ class SignedData:
         self.app_transaction = self.sign(ca, "app-transaction", app_transaction_payload(now))
         self.renewal = self.sign(ca, "renewal-info", renewal_payload(
             now, eligibleWinBackOfferIds=[OFFER_WB_GBR, "not_configured", OFFER_WB_ANY]))
+        # The same customer in Production (App Store purchases), where legacy signatures are allowed.
+        self.lapsed_production = self.sign(ca, "transaction", transaction_payload(now, 70, environment="Production"))
+        self.renewal_production = self.sign(ca, "renewal-info", renewal_payload(
+            now, eligibleWinBackOfferIds=[OFFER_WB_GBR, "not_configured", OFFER_WB_ANY], environment="Production"))
         self.foreign_renewal = self.sign(ca, "renewal-info", renewal_payload(now, "2000000000000999"))
         self.wrong_app = self.sign(ca, "transaction", transaction_payload(now, 40, bundle_id="com.example.other"))
         self.production = self.sign(ca, "transaction", transaction_payload(now, 40, environment="Production"))

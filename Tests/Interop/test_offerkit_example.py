@@ -64,9 +64,12 @@ def test_the_example_builds_only_offerkit_and_the_wire_types(demo):
         assert library not in linked, linked
 
 
-def test_the_readme_flow_against_test_kit_data(demo, verified_server, signed, signing_key, tmp_path):
-    (tmp_path / "transaction.jws").write_text(signed.lapsed)
-    (tmp_path / "renewal.jws").write_text(signed.renewal)
+@pytest.mark.parametrize("environment", ["Sandbox", "Production"])
+def test_the_readme_flow_against_test_kit_data(demo, request, signed, signing_key, tmp_path, environment):
+    production = environment == "Production"
+    verified_server = request.getfixturevalue("verified_production_server" if production else "verified_server")
+    (tmp_path / "transaction.jws").write_text(signed.lapsed_production if production else signed.lapsed)
+    (tmp_path / "renewal.jws").write_text(signed.renewal_production if production else signed.renewal)
     before = int(time.time() * 1000)
     result = run_demo(
         demo, "--url", verified_server.base_url, "--bundle-id", BUNDLE_ID, "--product", PRODUCT_MONTHLY,
@@ -91,9 +94,25 @@ def test_the_readme_flow_against_test_kit_data(demo, verified_server, signed, si
     assert (claims["iss"], claims["bid"], claims["productId"], claims["offerIdentifier"]) == (
         ISSUER_ID, BUNDLE_ID, PRODUCT_MONTHLY, OFFER_LAPSED)
 
+    # A Sandbox customer gets JWS signatures only: a legacy one does not name the customer.
+    legacy = out["legacy"]
+    if not production:
+        assert "JWS signatures only" in legacy["refused"], legacy
+        legacy = None
     # The legacy plan: DER bytes (not Base64 text) that verify over Apple's payload made from the plan's own
     # nonce, timestamp (milliseconds) and token; the token is the one the plan buys with.
-    legacy = out["legacy"]
+    if legacy is not None:
+        check_legacy_plan(legacy, signing_key, before, after)
+
+    # The introductory offer decision: lapsed over 30 days, allowed, and the JWS says so.
+    assert out["intro-decision"] == {"offerId": OFFER_INTRO, "allowed": True, "reasons": []}
+    intro = out["intro"]
+    assert jws_verifies(intro["compactJWS"], signing_key.public_key)
+    _, intro_claims, _ = jws_parts(intro["compactJWS"])
+    assert intro_claims["allowIntroductoryOffer"] is True and intro_claims["productId"] == PRODUCT_MONTHLY
+
+
+def check_legacy_plan(legacy: dict, signing_key, before: int, after: int) -> None:
     der = base64.b64decode(legacy["signatureDER"], validate=True)
     assert der[0] == 0x30 and len(der) in range(68, 73), der.hex()
     assert before <= legacy["timestamp"] <= after
@@ -107,13 +126,6 @@ def test_the_readme_flow_against_test_kit_data(demo, verified_server, signed, si
         signing_key.pem, legacy["keyId"], BUNDLE_ID, PRODUCT_MONTHLY, OFFER_LAPSED, str(uuid.uuid4()),
         legacy["nonce"], legacy["timestamp"])
     assert not der_signature_verifies(der, other, signing_key.public_key)
-
-    # The introductory offer decision: lapsed over 30 days, allowed, and the JWS says so.
-    assert out["intro-decision"] == {"offerId": OFFER_INTRO, "allowed": True, "reasons": []}
-    intro = out["intro"]
-    assert jws_verifies(intro["compactJWS"], signing_key.public_key)
-    _, intro_claims, _ = jws_parts(intro["compactJWS"])
-    assert intro_claims["allowIntroductoryOffer"] is True and intro_claims["productId"] == PRODUCT_MONTHLY
 
 
 def test_the_example_reports_the_service_errors(demo, verified_server):

@@ -393,9 +393,10 @@ CASES = [
     # Verified server: test-signed data under a trusted test root.
     Case("verified-promo-jws", "POST", PROMO_PATH, lambda s: promo(offerId=OFFER_LAPSED, signedTransaction=s.lapsed),
          200, verified=True),
-    Case("verified-promo-legacy", "POST", PROMO_PATH,
+    # A Sandbox customer (the test kit's data) gets JWS signatures only.
+    Case("verified-promo-legacy-sandbox", "POST", PROMO_PATH,
          lambda s: promo(offerId=OFFER_LAPSED, format="legacy", appAccountToken=TOKEN, signedTransaction=s.lapsed,
-                         signedRenewalInfo=s.renewal), 200, verified=True),
+                         signedRenewalInfo=s.renewal), 400, code="invalid_request", verified=True, field="format"),
     Case("verified-promo-rules-fail", "POST", PROMO_PATH,
          lambda s: promo(offerId=OFFER_LAPSED, signedTransaction=s.recent, signedRenewalInfo=s.renewal), 403,
          "not_eligible", verified=True,
@@ -475,8 +476,7 @@ def test_offer_limits_answer_403_in_the_documented_shape(verified_server, signed
     first = verified_server.post(PROMO_PATH, promo(offerId=OFFER_ONCE, signedTransaction=signed.lapsed))
     assert first.status == 200, first.body
     openapi.check(first, openapi.operation_response("POST", PROMO_PATH, 200), "POST")
-    again = verified_server.post(PROMO_PATH, promo(offerId=OFFER_ONCE, format="legacy",
-                                                   signedTransaction=signed.lapsed))
+    again = verified_server.post(PROMO_PATH, promo(offerId=OFFER_ONCE, signedTransaction=signed.lapsed))
     assert again.status == 403, again.body
     openapi.check(again, openapi.operation_response("POST", PROMO_PATH, 403), "POST")
     expect_reasons(("limits", "per_customer_limit_reached"))(again.json())

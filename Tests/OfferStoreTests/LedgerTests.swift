@@ -215,6 +215,116 @@ struct LedgerTests {
         #expect(try ledger.usage(Self.key(nil)).offerReservations == 4)
     }
 
+    static func transaction(
+        _ id: String, customer: String = "a", offer: String?, at purchaseDate: Int64, type: Int = 2,
+        namespace: LedgerNamespace = .production
+    ) -> ObservedTransaction {
+        ObservedTransaction(
+            bundleId: "com.example", namespace: namespace, originalTransactionId: customer, transactionId: id,
+            purchaseDate: purchaseDate, offerId: offer, offerType: offer == nil ? nil : type)
+    }
+
+    @Test(
+        "a redemption is counted once per run, matched to the customer's signature, which stops holding a place",
+        arguments: Kind.allCases)
+    func redemptionRuns(kind: Kind) throws {
+        let ledger = try make(kind)
+        let month = 30 * Self.day
+        try Self.add(Self.signature("a", nonce: "s1", at: Self.now - 1000), to: ledger)
+        try Self.add(Self.signature("b", nonce: "s2", at: Self.now - 1000), to: ledger)
+        #expect(try ledger.observe(Self.transaction("t1", offer: "o1", at: Self.now)) == .redeemed(nonce: "s1"))
+        var usage = try ledger.usage(Self.key("a"))
+        #expect(usage.customerSignatures == 0 && usage.customerRedemptions == 1)
+        #expect(usage.offerReservations == 1 && usage.offerRedemptions == 1)
+        // The next discounted period of the same run, and the same transaction again: nothing.
+        #expect(try ledger.observe(Self.transaction("t2", offer: "o1", at: Self.now + month)) == .unchanged)
+        #expect(try ledger.observe(Self.transaction("t1", offer: "o1", at: Self.now)) == .unchanged)
+        // A full-price renewal ends the run; the next purchase with the offer is a new redemption, with no
+        // outstanding signature to match.
+        #expect(try ledger.observe(Self.transaction("t3", offer: nil, at: Self.now + 2 * month)) == .runEnded)
+        #expect(try ledger.observe(Self.transaction("t2", offer: "o1", at: Self.now + month)) == .unchanged)
+        #expect(
+            try ledger.observe(Self.transaction("t4", offer: "o1", at: Self.now + 3 * month)) == .redeemed(nonce: nil))
+        // A win-back offer's redemption counts too; a switch of offer starts a new run.
+        #expect(
+            try ledger.observe(Self.transaction("t5", offer: "wb", at: Self.now + 4 * month, type: 4))
+                == .redeemed(nonce: nil))
+        usage = try ledger.usage(Self.key("a"))
+        #expect(usage.customerRedemptions == 2 && usage.offerRedemptions == 2 && usage.offerReservations == 1)
+        #expect(try ledger.usage(Self.key("a", offer: "wb")).customerRedemptions == 1)
+        #expect(try ledger.usage(Self.key("b")).customerRedemptions == 0)
+        #expect(
+            try ledger.offerTotals() == [
+                OfferTotal(bundleId: "com.example", offerId: "o1", issued: 2, redeemed: 2),
+                OfferTotal(bundleId: "com.example", offerId: "wb", issued: 0, redeemed: 1),
+            ])
+        // perCustomer 3 counts redemptions: two, plus one held place, and the customer is at the cap.
+        try Self.add(Self.signature("a", at: Self.now + 4 * month), to: ledger)
+        let later = Self.key("a", at: Self.now + 4 * month)
+        #expect(
+            !LimitPolicy.allows(OfferLimits(perCustomer: 3), usage: try ledger.usage(later), customerKey: "a"))
+        // Forgotten: the customer's redemptions and runs go, the totals stay.
+        #expect(try ledger.forget(customerKey: "a") == 5)
+        #expect(try ledger.usage(Self.key("a")).customerRedemptions == 0)
+        #expect(try ledger.offerTotals().map(\.redeemed) == [2, 1])
+        #expect(
+            try ledger.observe(Self.transaction("t6", offer: "o1", at: Self.now + 5 * month)) == .redeemed(nonce: nil))
+    }
+
+    @Test("an unredeemed signature holds its place for the offer's TTL, then frees it", arguments: Kind.allCases)
+    func reservationsExpire(kind: Kind) throws {
+        let ledger = try make(kind)
+        let hour: Int64 = 3_600_000
+        try Self.add(Self.signature("a", at: Self.now), to: ledger)
+        func places(at now: Int64, ttl: Int64) throws -> (Int, Int) {
+            let usage = try ledger.usage(
+                UsageKey(bundleId: "com.example", offerId: "o1", customerKey: "a", now: now, signatureTTL: ttl))
+            return (usage.customerSignatures, usage.offerReservations)
+        }
+        #expect(try places(at: Self.now + hour - 1, ttl: hour) == (1, 1))
+        #expect(try places(at: Self.now + hour, ttl: hour) == (0, 0))
+        #expect(try places(at: Self.now + hour, ttl: Self.day) == (1, 1))
+        #expect(try places(at: Self.now + Self.day, ttl: Self.day) == (0, 0))
+        // A budget of one is free again once the place expired.
+        let limits = OfferLimits(total: 1, signatureTTL: hour)
+        var next = Self.signature("b", at: Self.now + hour - 1)
+        next.signatureTTL = hour
+        #expect(try !Self.reserve(next, limits, in: ledger))
+        next.issuedAt = Self.now + hour
+        #expect(try Self.reserve(next, limits, in: ledger))
+    }
+
+    @Test("Sandbox signatures and redemptions are counted apart from Production's", arguments: Kind.allCases)
+    func sandboxNamespace(kind: Kind) throws {
+        let ledger = try make(kind)
+        var sandbox = Self.signature("a", nonce: "sb1")
+        sandbox.namespace = .sandbox
+        try Self.add(sandbox, to: ledger)
+        try Self.add(Self.signature("a", nonce: "p1"), to: ledger)
+        try Self.add(Self.signature("a", nonce: "p2"), to: ledger)
+        var key = Self.key("a")
+        #expect(try ledger.usage(key).customerSignatures == 2)
+        #expect(try ledger.usage(key).customerSignaturesLastDay == 2)
+        key.namespace = .sandbox
+        #expect(try ledger.usage(key).customerSignatures == 1)
+        #expect(try ledger.usage(key).offerReservations == 1)
+        #expect(
+            try ledger.observe(Self.transaction("t1", offer: "o1", at: Self.now + 1, namespace: .sandbox))
+                == .redeemed(nonce: "sb1"))
+        #expect(try ledger.usage(key).customerRedemptions == 1)
+        #expect(try ledger.usage(Self.key("a")).customerRedemptions == 0)
+        #expect(try ledger.signature(nonce: "sb1")?.namespace == .sandbox)
+        #expect(
+            try ledger.history(customerKey: "a").map(\.namespace).sorted { $0.rawValue < $1.rawValue } == [
+                .production, .production, .sandbox,
+            ])
+        #expect(
+            try ledger.offerTotals() == [
+                OfferTotal(bundleId: "com.example", offerId: "o1", issued: 2),
+                OfferTotal(bundleId: "com.example", offerId: "o1", issued: 1, redeemed: 1, namespace: .sandbox),
+            ])
+    }
+
     @Test("forty concurrent records against a total of 1: exactly one is recorded", arguments: Kind.allCases)
     func lastPlace(kind: Kind) async throws {
         let ledger = try make(kind)

@@ -19,7 +19,7 @@ struct Arguments {
 
         Asks the offer-signer at URL, through OfferKit, for the offers the customer may be shown, then signs
         --offer (default: the first promotional offer listed) as JWS and in the legacy form with a new app
-        account token, then asks for the introductory offer decision (needs --transaction or
+        account token (a Sandbox customer gets JWS only: the legacy step then shows the refusal), then asks for the introductory offer decision (needs --transaction or
         --app-transaction). FILEs hold the Apple-signed JWS texts StoreKit gives an app. --json prints one
         JSON object per step.
         """
@@ -120,6 +120,21 @@ struct Printer {
     }
 }
 
+extension Printer {
+    /// The legacy plan, or the refusal a Sandbox customer (TestFlight, App Review, the test kit's data) gets: JWS
+    /// signatures only. Any other failure is thrown.
+    func legacyPlanOrRefusal(_ result: Result<PurchasePlan, any Error>) throws {
+        switch result {
+        case .success(let purchase):
+            plan("legacy", purchase)
+        case .failure(OfferKitError.invalidRequest(let error)) where error.field == "format":
+            step("legacy", "legacy: refused, \(error.message)", ["refused": error.message])
+        case .failure(let error):
+            throw error
+        }
+    }
+}
+
 func run(_ arguments: Arguments) async throws {
     let client = OfferClient(baseURL: arguments.url!, bundleId: arguments.bundleId)
     let out = Printer(json: arguments.json)
@@ -141,11 +156,16 @@ func run(_ arguments: Arguments) async throws {
     }
     out.plan(
         "jws", try await client.promotionalOffer(productId: product, offerId: offerId, customer: arguments.customer))
-    out.plan(
-        "legacy",
-        try await client.promotionalOffer(
-            productId: product, offerId: offerId, customer: arguments.customer, appAccountToken: UUID(),
-            format: .legacy))
+    let legacy: Result<PurchasePlan, any Error>
+    do {
+        legacy = .success(
+            try await client.promotionalOffer(
+                productId: product, offerId: offerId, customer: arguments.customer, appAccountToken: UUID(),
+                format: .legacy))
+    } catch {
+        legacy = .failure(error)
+    }
+    try out.legacyPlanOrRefusal(legacy)
 
     guard arguments.customer.transaction != nil || arguments.customer.appTransaction != nil else {
         out.step("intro", "intro: skipped (needs --transaction or --app-transaction)", ["skipped": true])
