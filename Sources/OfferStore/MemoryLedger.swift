@@ -79,7 +79,9 @@ public final class MemoryLedger: Ledger {
         records.withLock { $0.remove(nonce: nonce) }
     }
 
-    public func isHealthy() -> Bool { true }
+    public func checkReadiness() {}
+
+    public var backendName: String { "memory" }
 }
 
 /// The records and the counts kept beside them.

@@ -154,5 +154,6 @@ private final class LateLookupLedger: Ledger {
     }
     func forget(customerKey: String) throws(LedgerError) -> Int { try memory.forget(customerKey: customerKey) }
     func release(nonce: String) throws(LedgerError) { try memory.release(nonce: nonce) }
-    func isHealthy() -> Bool { true }
+    func checkReadiness() {}
+    var backendName: String { "memory" }
 }
