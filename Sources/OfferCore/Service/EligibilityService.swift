@@ -213,7 +213,7 @@ public struct EligibilityService: Sendable {
         do {
             return try OfferDecision.decide(offer, bundleId: app.bundleId, customer: customer, now: now, usage: usage)
         } catch {
-            throw .storageUnavailable
+            throw .storageUnavailable(error)
         }
     }
 }
