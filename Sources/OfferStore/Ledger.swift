@@ -42,14 +42,20 @@ public protocol Ledger: UsageCounts, RedemptionLog {
     func forget(customerKey: String) throws(LedgerError) -> Int
     /// Removes a recorded signature that could not be made after all (by nonce); an unknown nonce is no error.
     func release(nonce: String) throws(LedgerError)
-    /// The store answers (for `/readyz`).
-    func isHealthy() -> Bool
+    /// Throws what keeps the store from answering, or from recording, now (for `/readyz`): a store that cannot
+    /// record is not ready. The error names what failed, for the log; it may name a file or the redacted DSN.
+    func checkReadiness() throws(LedgerError)
+    /// What stores the records, for `/metrics` labels: `sqlite`, `postgresql`, `memory`.
+    var backendName: String { get }
     /// How group commit has gone, for `/metrics`; `nil` for a ledger that does not commit (memory).
     var commitStatistics: CommitStatistics? { get }
 }
 
 extension Ledger {
     public var commitStatistics: CommitStatistics? { nil }
+
+    /// `checkReadiness()` passes.
+    public func isHealthy() -> Bool { (try? checkReadiness()) != nil }
 
     /// `record(_:admit:completion:)`, waited for: for callers that may block a thread (tests, the command line).
     public func record(

@@ -91,7 +91,9 @@ public final class MemoryLedger: Ledger {
         records.withLock { $0.observe(transaction) }
     }
 
-    public func isHealthy() -> Bool { true }
+    public func checkReadiness() {}
+
+    public var backendName: String { "memory" }
 }
 
 /// The records and the indexes kept beside them.

@@ -16,26 +16,55 @@ public final class SQLiteLedger: Ledger {
     private let reader: Mutex<Connection?>
     private let writer: GroupCommit
 
-    /// Opens (creating if needed) the database at `path`; `:memory:` gives a private in-memory database.
-    public init(path: String) throws(LedgerError) {
+    /// How long a statement waits for another process's lock on the file before it fails with kind `timeout`.
+    static let busyTimeoutMilliseconds: Int32 = 5000
+    /// How long the readiness probe waits for the write lock.
+    static let probeTimeoutMilliseconds: Int32 = 250
+    /// The room (free pages, or pages the file may still grow by) below which the ledger counts as full: enough
+    /// for a group of records and the pages their indexes split into.
+    static let minimumRoomPages: Int64 = 64
+
+    private let path: String
+
+    /// Opens (creating if needed) the database at `path`; `:memory:` gives a private in-memory database. A file
+    /// that is damaged, or not a database, is refused with a message that names it and says what to do
+    /// (`PRAGMA quick_check` runs at open: about a second per million records).
+    ///
+    /// `pageLimit` is a fault simulation for tests (`serve` takes it from `OFFER_SIGNER_TEST_SQLITE_MAX_PAGES`):
+    /// the file may not grow past that many pages (SQLite's `max_page_count`, never below the file's size at
+    /// open), so a write that needs a new page fails as on a full disk.
+    public init(path: String, pageLimit: Int? = nil) throws(LedgerError) {
         try LedgerFile.prepare(path)
+        self.path = path
         let connection = try Connection(path: path)
-        try connection.execute("PRAGMA busy_timeout=5000")
+        connection.setBusyTimeout(milliseconds: Self.busyTimeoutMilliseconds)
         try connection.execute("PRAGMA journal_mode=WAL")
         try connection.execute("PRAGMA synchronous=FULL")
         // Deleted rows are overwritten, so a forgotten customer's key does not stay in free space (Debian's
         // SQLite does this by default; other builds do not).
         try connection.execute("PRAGMA secure_delete=ON")
+        // Before anything is written: a damaged index would miscount limits, and writing to a damaged file can
+        // make it worse.
+        let check = try connection.texts("PRAGMA quick_check(1)", [])
+        guard check == ["ok"] else { throw LedgerFile.damaged(path, reason: check.joined(separator: "; ")) }
         try LedgerSchema.migrate(connection, path: path)
+        if let pageLimit { try Self.limitPages(connection, to: pageLimit) }
         self.connection = Mutex(connection)
         writer = GroupCommit(label: "offer-signer.ledger.sqlite-writer")
         if path == ":memory:" || path.isEmpty {
             reader = Mutex(nil)
         } else {
             let reader = try Connection(path: path)
-            try reader.execute("PRAGMA busy_timeout=5000")
+            reader.setBusyTimeout(milliseconds: Self.busyTimeoutMilliseconds)
+            if let pageLimit { try Self.limitPages(reader, to: pageLimit) }
             self.reader = Mutex(reader)
         }
+    }
+
+    /// `pageLimit`'s fault simulation on one connection.
+    private static func limitPages(_ connection: Connection, to pages: Int) throws(LedgerError) {
+        // A PRAGMA's value cannot be bound; this one is an integer.
+        try connection.execute("PRAGMA max_page_count=\(max(1, pages))")
     }
 
     /// Runs a read on the reader connection (or the writer's, in memory).
@@ -91,6 +120,8 @@ public final class SQLiteLedger: Ledger {
                             results.append(.success(try Self.record(connection, pending)))
                             try connection.run("RELEASE record", [])
                         } catch {
+                            // A fault of the store (full, locked, unreadable) stops the records after this one too.
+                            if error.isStoreFault { throw error }
                             try connection.run("ROLLBACK TO record", [])
                             try connection.run("RELEASE record", [])
                             results.append(.failure(error))
@@ -213,10 +244,38 @@ public final class SQLiteLedger: Ledger {
         }
     }
 
-    public func isHealthy() -> Bool {
-        (try? read { (connection) throws(LedgerError) in
-            try connection.scalar("SELECT count(*) FROM sqlite_master", [])
-        }) != nil
+    public var backendName: String { "sqlite" }
+
+    /// The file answers a read; and once a write has failed for a fault of the store, until a write succeeds
+    /// again, a write could begin now (`probeWrites`). A damaged file stays unready until a write succeeds.
+    public func checkReadiness() throws(LedgerError) {
+        try read { (connection) throws(LedgerError) in
+            _ = try connection.scalar("SELECT count(*) FROM sqlite_master", [])
+        }
+        guard let fault = writer.lastFault else { return }
+        if fault.kind == .corrupt { throw fault }
+        try read { (connection) throws(LedgerError) in try Self.probeWrites(connection, path: path) }
+    }
+
+    /// Takes the write lock (waiting `probeTimeoutMilliseconds` at most, then kind `timeout`), checks there is
+    /// room to write (free pages, or pages the file may grow by under `max_page_count` and the disk's free space;
+    /// else kind `full`), and lets go without writing anything.
+    private static func probeWrites(_ connection: Connection, path: String) throws(LedgerError) {
+        connection.setBusyTimeout(milliseconds: probeTimeoutMilliseconds)
+        defer { connection.setBusyTimeout(milliseconds: busyTimeoutMilliseconds) }
+        try connection.run("BEGIN IMMEDIATE", [])
+        defer { try? connection.run("ROLLBACK", []) }
+        let free = try connection.scalar("PRAGMA freelist_count", [])
+        let pages = try connection.scalar("PRAGMA page_count", [])
+        let limit = try connection.scalar("PRAGMA max_page_count", [])
+        let pageSize = max(1, try connection.scalar("PRAGMA page_size", []))
+        let growth = max(0, min(limit - pages, LedgerFile.freeBytes(path).map { $0 / pageSize } ?? .max))
+        guard free + growth >= minimumRoomPages else {
+            throw LedgerError(
+                "the ledger \(path) is full: \(free) free page(s) and room to grow by \(growth) more of "
+                    + "\(pageSize) bytes (its disk, or its size limit), fewer than the \(minimumRoomPages) a group of "
+                    + "records may need", kind: .full)
+        }
     }
 
     private static func usage(_ connection: Connection, _ key: UsageKey) throws(LedgerError) -> OfferUsage {

@@ -55,11 +55,17 @@ enum ServeCommand {
         limits.idleTimeoutSeconds = settings.listen.idleTimeoutSeconds
         limits.recordsClientAddress = settings.rateLimit != nil
         if let header = settings.rateLimit?.clientAddressHeader { limits.forwardedHeaders.append(header) }
+        let pageLimit = try testPageLimit()
+        if let pageLimit {
+            log.warning(
+                "\(testPageLimitVariable) is set: the SQLite ledger may not grow past \(pageLimit) pages, a full disk "
+                    + "simulated for tests; never set it in production")
+        }
         let ledger: (any Ledger)?
         do {
             // A PostgreSQL ledger's pool: a connection per worker thread and one for its writer.
             let workers = limits.threads > 0 ? limits.threads : max(1, Int(sysconf(Int32(_SC_NPROCESSORS_ONLN))))
-            ledger = try settings.storage.open(connections: workers + 1)
+            ledger = try settings.storage.open(connections: workers + 1, sqlitePageLimit: pageLimit)
         } catch {
             throw CommandError(error.description)
         }
@@ -94,6 +100,20 @@ enum ServeCommand {
         ReloadReport.remove(pid: getpid())
         log.info("stopped")
         return 0
+    }
+
+    /// The storage-fault tests' full disk: the SQLite ledger may not grow past this many pages (see
+    /// `SQLiteLedger.init(path:pageLimit:)`). An environment variable, read by `serve` alone, so that neither a
+    /// configuration file nor a flag can carry it into production; its name says what it is for, and `serve` warns
+    /// when it is set.
+    static let testPageLimitVariable = "OFFER_SIGNER_TEST_SQLITE_MAX_PAGES"
+
+    static func testPageLimit() throws -> Int? {
+        guard let value = getenv(testPageLimitVariable).map({ String(cString: $0) }) else { return nil }
+        guard let pages = Int(value), pages > 0 else {
+            throw CommandError("\(testPageLimitVariable) must be a number of pages above 0, not \"\(value)\"")
+        }
+        return pages
     }
 
     /// SIGHUP: reads the configuration, keys and roots again and serves from them if all load; otherwise

@@ -153,7 +153,8 @@ class Server:
         return f"http://127.0.0.1:{self.port}"
 
     @classmethod
-    def start(cls, config: Path, workdir: Path, timeout: float = 10) -> "Server":
+    def start(cls, config: Path, workdir: Path, timeout: float = 10, env: dict[str, str] | None = None) -> "Server":
+        """`env` adds to (or overrides) this process's environment for the server."""
         stderr_path = workdir / f"server-{time.monotonic_ns()}.stderr"
         stderr = open(stderr_path, "wb")
         process = subprocess.Popen(
@@ -161,6 +162,7 @@ class Server:
             stdout=subprocess.PIPE,
             stderr=stderr,
             stdin=subprocess.DEVNULL,
+            env={**os.environ, **env} if env else None,
         )
         stderr.close()
         line = b""

@@ -1,5 +1,6 @@
 import Foundation
 import OfferCore
+import OfferStore
 import Testing
 
 @testable import OfferServer
@@ -123,8 +124,8 @@ struct ConfigurationTests {
             "$.apps[0].offers[0].activeFrom", ""
         ),
         (
-            #"{"apps": [{"bundleId": "b", "issuerId": "57246542-96fe-1a63-e053-0824d011072a", "keys": [{"keyId": "K", "privateKeyFile": "k"}], "offers": [{"id": "o", "type": "promotional", "productIds": ["p"], "limits": {"total": 5}}]}]}"#,
-            "$.storage", "is required because $.apps[0].offers[0] has limits"
+            #"{"storage": "none", "apps": [{"bundleId": "b", "issuerId": "57246542-96fe-1a63-e053-0824d011072a", "keys": [{"keyId": "K", "privateKeyFile": "k"}], "offers": [{"id": "o", "type": "promotional", "productIds": ["p"], "limits": {"total": 5}}]}]}"#,
+            "$.storage", "is \"none\", but $.apps[0].offers[0] has limits, which need a ledger"
         ),
         (
             #"{"apps": [{"bundleId": "b", "issuerId": "57246542-96fe-1a63-e053-0824d011072a", "keys": [{"keyId": "K", "privateKeyFile": "k"}], "offers": [{"id": "o", "type": "promotional", "productIds": ["p"]}, {"id": "o", "type": "winBack", "productIds": ["p"]}]}]}"#,
@@ -247,14 +248,17 @@ struct ConfigurationTests {
     }
 
     @Test(
-        "without storage there is a warning that nothing is recorded; \"none\" says it is meant, and still needs no limits",
+        "without storage the ledger is a SQLite file beside the configuration; \"none\" is warned about and takes no limits",
         arguments: [
-            ("", true), (#""storage": "none", "#, false), (#""storage": "sqlite:l.sqlite", "#, false),
-        ] as [(String, Bool)])
-    func storageWarning(extra: String, warned: Bool) throws {
+            ("", false, StorageLocation.sqlite("/etc/offer-signer/offer-signer-ledger.sqlite")),
+            (#""storage": "none", "#, true, StorageLocation.none),
+            (#""storage": "sqlite:l.sqlite", "#, false, StorageLocation.sqlite("/etc/offer-signer/l.sqlite")),
+        ] as [(String, Bool, StorageLocation)])
+    func storageDefault(extra: String, warned: Bool, storage: StorageLocation) throws {
         let config = try parse(Self.document(extra: extra))
-        let warning = config.warnings(at: 0).first { $0.hasPrefix("$.storage: not set, so there is no ledger") }
+        let warning = config.warnings(at: 0).first { $0.hasPrefix("$.storage: \"none\", so there is no ledger") }
         #expect((warning != nil) == warned)
+        #expect(config.settings.storage == storage)
         #expect(config.settings.storageIsNamed == !extra.isEmpty)
         #expect(throws: ConfigErrors.self) {
             try parse(Self.document(offer: #", "limits": {"total": 5}"#, extra: #""storage": "none", "#))

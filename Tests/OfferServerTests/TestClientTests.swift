@@ -17,7 +17,7 @@ struct TestClientTests {
         let key = try SigningKey.generate()
         return try TestClient(
             configuration: """
-                {"apps": [{"bundleId": "com.example.app", "issuerId": "\(TestDeployment.defaultIssuerId)",
+                {"storage": "none", "apps": [{"bundleId": "com.example.app", "issuerId": "\(TestDeployment.defaultIssuerId)",
                   "keys": [{"keyId": "TESTKEY001", "privateKeyFile": "never-read.p8"}],
                   "offers": [{"id": "open", "type": "promotional", "productIds": ["p"],
                               "requiresVerifiedCustomer": false}]}]}
@@ -48,7 +48,7 @@ struct TestClientTests {
         let key = try #require(client.service.snapshot.catalog.apps["com.example.app"]?.signingKey.key)
         #expect(try key.publicKey.isValidSignature(raw: parts.signature, for: parts.signingInput))
         #expect(parts.payload["nonce"] == .string(TestNonces.uuid(1)))
-        #expect(client.service.ledger == nil, "no storage configured: no ledger")
+        #expect(client.service.ledger == nil, "storage none: no ledger")
     }
 
     @Test("an answer sent later from another thread is waited for")

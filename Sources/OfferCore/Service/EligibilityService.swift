@@ -216,7 +216,7 @@ public struct EligibilityService: Sendable {
         do {
             _ = try redemptions.observe(transaction)
         } catch {
-            throw .storageUnavailable
+            throw .storageUnavailable(error)
         }
     }
 
@@ -248,7 +248,7 @@ public struct EligibilityService: Sendable {
         do {
             return try OfferDecision.decide(offer, bundleId: app.bundleId, customer: customer, now: now, usage: usage)
         } catch {
-            throw .storageUnavailable
+            throw .storageUnavailable(error)
         }
     }
 }

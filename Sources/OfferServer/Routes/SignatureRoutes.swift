@@ -195,7 +195,7 @@ struct SignatureRoutes {
             case .success(let outcome):
                 respond(answer(outcome))
             case .failure(let error):
-                context.log.error("ledger failure", [("error", error.description)])
+                context.log.error("ledger failure", [("kind", error.kind.rawValue), ("error", error.description)])
                 respond(.failure(OfferError.storageUnavailable))
             }
         }
@@ -210,7 +210,7 @@ struct SignatureRoutes {
             return try ledger.previousAnswer(
                 bundleId: bundleId, idempotencyKey: idempotency.key, validFrom: idempotency.validFrom)
         } catch {
-            context.log.error("ledger failure", [("error", error.description)])
+            context.log.error("ledger failure", [("kind", error.kind.rawValue), ("error", error.description)])
             throw OfferError.storageUnavailable
         }
     }

@@ -5,10 +5,10 @@ extension Configuration {
     /// `config check`.
     public func warnings(at now: Int64) -> [String] {
         var out: [String] = []
-        if !settings.storageIsNamed {
+        if settings.storage == .none {
             out.append(
-                "$.storage: not set, so there is no ledger: signatures are not recorded and Idempotency-Key has no "
-                    + "effect; set \"sqlite:PATH\" (or \"postgresql://...\"), or \"none\" to say you mean it")
+                "$.storage: \"none\", so there is no ledger: signatures are not recorded, Idempotency-Key has no "
+                    + "effect and signaturesPerCustomerPerDay is not enforced")
         }
         let trusted = Set(settings.trust.environments)
         for app in apps {

@@ -55,8 +55,8 @@ public struct Configuration: Sendable {
             errors.append(
                 ConfigError(
                     path: "$.storage",
-                    "is required because \(limited.path) has limits: use \"sqlite:PATH\" or \"postgresql://...\" "
-                        + "(or \"memory\" for tests)"))
+                    "is \"none\", but \(limited.path) has limits, which need a ledger: use \"sqlite:PATH\" (the "
+                        + "default) or \"postgresql://...\" (or \"memory\" for tests)"))
         }
         guard errors.isEmpty else { throw ConfigErrors(errors) }
         return Configuration(path: path, settings: settings, apps: apps, hash: Hex.encode(SHA256.hash(bytes).prefix(6)))

@@ -38,11 +38,14 @@ public struct Settings: Sendable {
 
     public var listen = Listen()
     public var rateLimit: RateLimit?
-    /// Where the ledger of issued signatures lives; needed when an offer has `limits`.
+    /// Where the ledger of issued signatures lives; needed when an offer has `limits`. Not named in the
+    /// configuration: `defaultLedgerFile` in the configuration's folder.
     public var storage = StorageLocation.none
-    /// Whether the configuration names its storage (`"none"` included); without it there is no ledger, which
-    /// `config check` and the service warn about.
+    /// Whether the configuration names its storage (`"none"` included), rather than taking the default.
     public var storageIsNamed = false
+
+    /// The SQLite ledger a configuration without `storage` gets, in its own folder.
+    public static let defaultLedgerFile = "offer-signer-ledger.sqlite"
     public var trust = Trust()
     public var logging = Logging()
 
@@ -57,13 +60,13 @@ public struct Settings: Sendable {
         var settings = Settings()
         if let listen = reader.value("listen") { settings.listen = parseListen(listen, errors: &errors) }
         if let rateLimit = reader.value("rateLimit") { settings.rateLimit = parseRateLimit(rateLimit, errors: &errors) }
-        if let storage = reader.string("storage", required: false) {
-            settings.storageIsNamed = true
-            do {
-                settings.storage = try StorageLocation.parse(storage, baseDirectory: baseDirectory)
-            } catch {
-                errors.append(error)
-            }
+        let storage = reader.string("storage", required: false)
+        settings.storageIsNamed = storage != nil
+        do {
+            settings.storage = try StorageLocation.parse(
+                storage ?? "sqlite:" + defaultLedgerFile, baseDirectory: baseDirectory)
+        } catch {
+            errors.append(error)
         }
         if let trust = reader.value("trust") {
             settings.trust = parseTrust(trust, baseDirectory: baseDirectory, errors: &errors)

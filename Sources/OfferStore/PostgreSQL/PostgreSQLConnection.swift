@@ -41,6 +41,10 @@ final class PostgreSQLConnection: @unchecked Sendable {
 
     private static let statementTimeout = PostgreSQLStatement(
         "offer_signer_set_statement_timeout", "SELECT set_config('statement_timeout', $1, false)")
+    /// A COMMIT returns only once its WAL is flushed, whatever the server, database, role or DSN default: an
+    /// answered signature must survive a crash of the database server too.
+    private static let synchronousCommit = PostgreSQLStatement(
+        "offer_signer_set_synchronous_commit", "SELECT set_config('synchronous_commit', 'on', false)")
 
     /// Connects (waiting at most `connectTimeoutSeconds`, unless the DSN says otherwise) and applies
     /// `statementTimeoutMilliseconds`. Fails with kind `unavailable` when the server cannot be reached or refuses
@@ -73,6 +77,7 @@ final class PostgreSQLConnection: @unchecked Sendable {
         self.configuration = configuration
         self.backendPID = PQbackendPID(handle)
         try setStatementTimeout(milliseconds: configuration.statementTimeoutMilliseconds)
+        try execute(Self.synchronousCommit)
     }
 
     deinit { PQfinish(handle) }

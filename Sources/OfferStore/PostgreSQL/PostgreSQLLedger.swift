@@ -62,6 +62,9 @@ public final class PostgreSQLLedger: Ledger {
                         results.append(.success(try Self.record(connection, pending)))
                         try connection.run("RELEASE SAVEPOINT record")
                     } catch {
+                        // A fault of the store (a lock that outlasts the statement timeout, a full disk, a lost
+                        // connection) would stop every record after this one too, each after its own wait.
+                        if error.isStoreFault { throw error }
                         try connection.run("ROLLBACK TO SAVEPOINT record")
                         try connection.run("RELEASE SAVEPOINT record")
                         results.append(try Self.afterFailure(connection, pending, error))
@@ -73,8 +76,8 @@ public final class PostgreSQLLedger: Ledger {
             let failure =
                 error.kind == .unavailable
                 ? LedgerError(
-                    "the ledger's transaction may or may not have been committed (\(error.description)): no signature "
-                        + "of it is handed out", kind: .unavailable)
+                    "no record of the group is known to be committed (\(error.description)): none of its signatures "
+                        + "is handed out", kind: .unavailable)
                 : error
             results = Array(repeating: .failure(failure), count: group.count)
         }
@@ -183,7 +186,20 @@ public final class PostgreSQLLedger: Ledger {
         }
     }
 
-    public func isHealthy() -> Bool { pool.isHealthy() }
+    public var backendName: String { "postgresql" }
+
+    /// The server answers; and once a write has failed for a fault of the store, until a write succeeds again, the
+    /// tables could be written now (`writeProbe`).
+    public func checkReadiness() throws(LedgerError) {
+        try pool.checkHealth()
+        guard writer.lastFault != nil else { return }
+        try pool.transaction { (connection) throws(LedgerError) in try connection.run(Self.writeProbe) }
+    }
+
+    /// The lock every record's statements take on the tables, asked for without waiting and let go at once: fails
+    /// (55P03, kind `timeout`) while another session holds a lock that would block the writer (`LOCK TABLE`, a
+    /// migration, `VACUUM FULL`), and on a server that is read-only (a standby).
+    static let writeProbe = "LOCK TABLE issued_signatures, offer_totals IN ROW EXCLUSIVE MODE NOWAIT"
 
     /// A row of `selectSignature`'s columns.
     private static func signature(_ row: [String?]) -> IssuedSignature {

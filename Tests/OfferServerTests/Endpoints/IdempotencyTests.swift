@@ -157,5 +157,6 @@ private final class LateLookupLedger: Ledger {
     func observe(_ transaction: ObservedTransaction) throws(LedgerError) -> RedemptionOutcome {
         try memory.observe(transaction)
     }
-    func isHealthy() -> Bool { true }
+    func checkReadiness() {}
+    var backendName: String { "memory" }
 }
