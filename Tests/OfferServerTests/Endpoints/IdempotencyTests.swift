@@ -154,6 +154,25 @@ private final class LateLookupLedger: Ledger {
     }
     func forget(customerKey: String) throws(LedgerError) -> Int { try memory.forget(customerKey: customerKey) }
     func release(nonce: String) throws(LedgerError) { try memory.release(nonce: nonce) }
+    func grant(
+        bundleId: String, namespace: LedgerNamespace, offerId: String, customerKey: String, count: Int,
+        reason: String, at: Int64
+    ) throws(LedgerError) -> Int {
+        try memory.grant(
+            bundleId: bundleId, namespace: namespace, offerId: offerId, customerKey: customerKey, count: count,
+            reason: reason, at: at)
+    }
+    func reset(
+        bundleId: String, namespace: LedgerNamespace, offerId: String, customerKey: String?, reason: String,
+        at: Int64, signatureTTL: Int64
+    ) throws(LedgerError) -> Int {
+        try memory.reset(
+            bundleId: bundleId, namespace: namespace, offerId: offerId, customerKey: customerKey, reason: reason,
+            at: at, signatureTTL: signatureTTL)
+    }
+    func actions() throws(LedgerError) -> [LedgerAction] { try memory.actions() }
+    func purge(before: Int64, now: Int64) throws(LedgerError) -> Int { try memory.purge(before: before, now: now) }
+    func dailyTotals() throws(LedgerError) -> [OfferDailyTotal] { try memory.dailyTotals() }
     func observe(_ transaction: ObservedTransaction) throws(LedgerError) -> RedemptionOutcome {
         try memory.observe(transaction)
     }
