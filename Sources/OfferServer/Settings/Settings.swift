@@ -43,10 +43,20 @@ public struct Settings: Sendable {
     /// Whether the configuration names its storage (`"none"` included); without it there is no ledger, which
     /// `config check` and the service warn about.
     public var storageIsNamed = false
+    /// Days the ledger keeps each signature's record before the purge folds it into per-offer daily totals
+    /// (`ledgerRetentionDays`, 1 to 3650). Redemptions and the per-offer totals are kept whatever its value.
+    public var ledgerRetentionDays = Settings.defaultLedgerRetentionDays
     public var trust = Trust()
     public var logging = Logging()
 
     public init() {}
+
+    /// How long signature records are kept by default: a little over a year, so a year's campaigns can be
+    /// compared record by record.
+    public static let defaultLedgerRetentionDays = 400
+    /// The retention's bounds: at least a day (every place a signature holds has expired by then), at most ten
+    /// years.
+    public static let ledgerRetentionRange = 1...3650
 
     /// Environments `trust.environments` may list; Xcode and LocalTesting are turned on per app.
     public static let environmentNames = ["Production", "Sandbox"]
@@ -64,6 +74,9 @@ public struct Settings: Sendable {
             } catch {
                 errors.append(error)
             }
+        }
+        if let days = reader.int("ledgerRetentionDays", range: ledgerRetentionRange) {
+            settings.ledgerRetentionDays = days
         }
         if let trust = reader.value("trust") {
             settings.trust = parseTrust(trust, baseDirectory: baseDirectory, errors: &errors)
