@@ -127,7 +127,7 @@ enum Help {
         """
 
     static let ledger = """
-        Usage: offer-signer ledger stats --config FILE
+        Usage: offer-signer ledger stats [--daily] --config FILE
                offer-signer ledger customer KEY --config FILE
                offer-signer ledger forget KEY --config FILE
                offer-signer ledger grant --offer ID --customer KEY --count N --reason TEXT [--app BUNDLE]
@@ -142,7 +142,8 @@ enum Help {
         `stats` prints, per offer (Production, then Sandbox's offers with records): signatures issued and
         redemptions since the ledger began, reserved (signatures neither redeemed nor expired now: the places
         they hold), what remains of a total (the total less reserved and redeemed since the last reset), and
-        the conversion (redeemed over issued).
+        the conversion (redeemed over issued). --daily adds what the purge kept of the records it deleted:
+        per UTC day and offer, signatures issued and how many of them were redeemed.
         `customer` prints one customer's signatures, oldest first (time, app, offer, product, form, key,
         nonce, request ID), then the grants and resets about them. `forget` erases one customer's records,
         for a data deletion request; the per-offer totals stay, anonymous, so budgets keep counting them.

@@ -10,11 +10,15 @@ enum LedgerCommand {
     static func run(_ subcommand: String, _ arguments: ArraySlice<String>) throws -> Int32 {
         switch subcommand {
         case "stats", "actions", "purge":
-            let options = try Arguments(arguments, valued: ["config"])
+            let options = try Arguments(
+                arguments, valued: ["config"], switches: subcommand == "stats" ? ["daily"] : [])
             try noPositionals(options)
             let (configuration, ledger) = try open(try options.required("config"))
             switch subcommand {
-            case "stats": Console.out(try stats(configuration, ledger).joined(separator: "\n"))
+            case "stats":
+                var lines = try stats(configuration, ledger)
+                if options.flags.contains("daily") { lines += try daily(ledger) }
+                Console.out(lines.joined(separator: "\n"))
             case "actions": Console.out(try actions(ledger))
             default: Console.out(try purge(configuration, ledger))
             }
@@ -118,6 +122,23 @@ enum LedgerCommand {
             lines += section
         }
         return lines
+    }
+
+    /// What the purge kept, one line per day and offer, oldest day first.
+    private static func daily(_ ledger: any Ledger) throws -> [String] {
+        let totals = try read { () throws(LedgerError) in try ledger.dailyTotals() }
+        guard !totals.isEmpty else { return ["Purged records: none yet"] }
+        return ["Purged records, per day (UTC):"]
+            + totals.sorted {
+                ($0.day, $0.namespace.storedApp($0.bundleId), $0.offerId) < (
+                    $1.day, $1.namespace.storedApp($1.bundleId), $1.offerId
+                )
+            }
+            .map { total in
+                "  \(total.day) \(total.bundleId) \(total.offerId)"
+                    + (total.namespace == .sandbox ? " (Sandbox)" : "")
+                    + ": issued \(total.issued), redeemed \(total.redeemed)"
+            }
     }
 
     private static func describe(_ statistics: OfferStatistics) -> String {

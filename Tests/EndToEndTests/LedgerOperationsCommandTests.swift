@@ -168,20 +168,22 @@ extension LedgerCommandTests {
     }
 
     /// A signature record of `customer` issued `daysAgo` days ago, written straight into the deployment's ledger.
-    static func recordOld(_ customer: String, daysAgo: Int64, in deployment: TestDeployment) throws {
+    @discardableResult
+    static func recordOld(_ customer: String, daysAgo: Int64, in deployment: TestDeployment) throws -> Int64 {
         let ledger = try SQLiteLedger(path: deployment.directory + "/ledger/offer-signer.sqlite")
         let signature = IssuedSignature(
             bundleId: Deployment.bundleId, offerId: "once_only", productId: Deployment.product, customerKey: customer,
             nonce: UUID().uuidString.lowercased(), keyId: deployment.keyId, format: "jws",
             issuedAt: Deployment.wallClock() - daysAgo * UsageKey.day)
         #expect(try ledger.record(signature, admit: nil).recorded)
+        return signature.issuedAt
     }
 
     @Test("purge deletes the records older than the retention; the service purges at start")
     func purge() async throws {
         let deployment = try Deployment.make()
         defer { deployment.remove() }
-        try Self.recordOld("3000000000000031", daysAgo: 401, in: deployment)
+        let old = try Self.recordOld("3000000000000031", daysAgo: 401, in: deployment)
         try Self.recordOld("3000000000000032", daysAgo: 399, in: deployment)
         var (status, output, _) = try Self.ledger(["purge"], deployment)
         #expect(status == 0)
@@ -194,8 +196,13 @@ extension LedgerCommandTests {
             try Self.ledger(["customer", "3000000000000031"], deployment).1
                 == "no records of customer 3000000000000031\n")
         #expect(try Self.ledger(["customer", "3000000000000032"], deployment).1.contains(" once_only "))
-        (_, output, _) = try Self.ledger(["stats"], deployment)
+        (_, output, _) = try Self.ledger(["stats", "--daily"], deployment)
         #expect(output.contains("once_only: issued 2, redeemed 0, reserved 0, remaining 2 of 2"), "\(output)")
+        let day = ISO8601.format(old).prefix(10)
+        #expect(
+            output.hasSuffix(
+                "\nPurged records, per day (UTC):\n  \(day) com.example.app once_only: issued 1, redeemed 0\n"),
+            "\(output)")
 
         // The service's first pass runs as it starts.
         try Self.recordOld("3000000000000033", daysAgo: 500, in: deployment)
