@@ -32,7 +32,7 @@ public protocol Ledger: UsageCounts, RedemptionLog {
     /// The recorded signature with `nonce` (without its `idempotency` part), or `nil`: how a returned signature
     /// is found in the ledger.
     func signature(nonce: String) throws(LedgerError) -> IssuedSignature?
-    /// The signatures recorded per offer since the ledger began: kept through `forget` and any future purge.
+    /// The signatures recorded per offer since the ledger began: kept through `forget` and the purge.
     func offerTotals() throws(LedgerError) -> [OfferTotal]
     /// A customer's recorded signatures, oldest first (without their `idempotency` part).
     func history(customerKey: String) throws(LedgerError) -> [IssuedSignature]
