@@ -32,7 +32,7 @@ public protocol Ledger: UsageCounts, RedemptionLog {
     /// The recorded signature with `nonce` (without its `idempotency` part), or `nil`: how a returned signature
     /// is found in the ledger.
     func signature(nonce: String) throws(LedgerError) -> IssuedSignature?
-    /// The signatures recorded per offer since the ledger began: kept through `forget` and any future purge.
+    /// The signatures recorded per offer since the ledger began: kept through `forget` and the purge.
     func offerTotals() throws(LedgerError) -> [OfferTotal]
     /// A customer's recorded signatures, oldest first (without their `idempotency` part).
     func history(customerKey: String) throws(LedgerError) -> [IssuedSignature]
@@ -42,6 +42,33 @@ public protocol Ledger: UsageCounts, RedemptionLog {
     func forget(customerKey: String) throws(LedgerError) -> Int
     /// Removes a recorded signature that could not be made after all (by nonce); an unknown nonce is no error.
     func release(nonce: String) throws(LedgerError)
+    /// Raises a customer's allowance for an offer: `count` more places under its `perCustomer` limit
+    /// (`OfferUsage.customerGranted`), recorded with `reason` as a `grant` action at `at` (Unix ms), atomically with
+    /// the signatures being recorded for that offer and customer. Returns the customer's grants in all. Refuses a
+    /// count outside `LedgerAction.grantRange` and an empty or too long reason (`LedgerAction.check`).
+    func grant(
+        bundleId: String, namespace: LedgerNamespace, offerId: String, customerKey: String, count: Int,
+        reason: String, at: Int64
+    ) throws(LedgerError) -> Int
+    /// Sets counts to zero from `at` (Unix ms) on. With a customer: that customer's places for the offer (their
+    /// signatures issued and redemptions bought until then count no more; their grants stay). Without: the offer's
+    /// budget and every customer's count for it (reservations issued and redemptions recorded until then count no
+    /// more). Recorded with `reason` as a `reset` action whose count is the places it freed (the usage just before,
+    /// with `signatureTTL`), which it returns; atomic with the signatures being recorded for the offer.
+    func reset(
+        bundleId: String, namespace: LedgerNamespace, offerId: String, customerKey: String?, reason: String,
+        at: Int64, signatureTTL: Int64
+    ) throws(LedgerError) -> Int
+    /// Every grant and reset, oldest first; a forgotten customer's keep their action without the key.
+    func actions() throws(LedgerError) -> [LedgerAction]
+    /// Deletes the signatures issued before `before` (Unix ms), a batch at a time so the writer is never held long,
+    /// first adding them to the per-offer daily totals (`dailyTotals`); redemptions, runs, allowances and the
+    /// per-offer totals stay. In the same pass, the answers stored with an `Idempotency-Key` (key, request hash and
+    /// answer) of signatures issued `IssuedSignature.Idempotency.window` or longer before `now` are cleared. Returns
+    /// how many signatures it deleted.
+    func purge(before: Int64, now: Int64) throws(LedgerError) -> Int
+    /// What the purge kept of the signatures it deleted, per offer and day, ordered by app, offer and day.
+    func dailyTotals() throws(LedgerError) -> [OfferDailyTotal]
     /// Throws what keeps the store from answering, or from recording, now (for `/readyz`): a store that cannot
     /// record is not ready. The error names what failed, for the log; it may name a file or the redacted DSN.
     func checkReadiness() throws(LedgerError)

@@ -139,6 +139,25 @@ enum LedgerSchema {
                 )
                 """,
             ]),
+        // 7: retention: the purge deletes signatures by age (an index by issue time) and clears the answers kept
+        // with Idempotency-Keys after their window (an index of the rows that still hold one); what it deletes is
+        // kept as per-offer daily totals.
+        Migration(
+            version: 7,
+            statements: [
+                "CREATE INDEX issued_by_time ON issued_signatures (issued_at_ms)",
+                "CREATE INDEX issued_answers ON issued_signatures (issued_at_ms) WHERE answer IS NOT NULL",
+                """
+                CREATE TABLE offer_daily_totals (
+                    bundle_id TEXT NOT NULL,
+                    offer_id TEXT NOT NULL,
+                    day TEXT NOT NULL,
+                    issued INTEGER NOT NULL,
+                    redeemed INTEGER NOT NULL,
+                    PRIMARY KEY (bundle_id, offer_id, day)
+                ) WITHOUT ROWID
+                """,
+            ]),
     ]
 
     /// The version this binary brings a ledger to.

@@ -148,6 +148,10 @@ private struct Records {
     var runs: [CustomerKey: SubscriptionRun] = [:]
     /// Grants and resets; the offer's own under customer key "".
     var allowances: [CustomerOfferKey: Allowance] = [:]
+    /// Ops' grants and resets, oldest first.
+    var actions: [LedgerAction] = []
+    /// What the purge kept of the signatures it deleted: issued and redeemed per offer and day.
+    var dailyTotals: [DayKey: (issued: Int, redeemed: Int)] = [:]
 
     func usage(_ key: UsageKey) -> OfferUsage {
         let offer = OfferKey(app: key.storedApp, offerId: key.offerId)
@@ -262,6 +266,9 @@ private struct Records {
         for key in customerIssueTimes.keys where key.customerKey == customerKey { customerIssueTimes[key] = nil }
         for key in runs.keys where key.customerKey == customerKey { runs[key] = nil }
         for key in allowances.keys where key.customerKey == customerKey { allowances[key] = nil }
+        for index in actions.indices where actions[index].subject == .customer(customerKey) {
+            actions[index].subject = .forgottenCustomer
+        }
         return nonces.count + transactions.count
     }
 
@@ -282,5 +289,110 @@ private struct Records {
                 customerIssueTimes[customer]?.remove(at: index)
             }
         }
+    }
+}
+
+// MARK: - Ops: grants, resets, their record, and the purge
+
+extension MemoryLedger {
+    public func grant(
+        bundleId: String, namespace: LedgerNamespace, offerId: String, customerKey: String, count: Int,
+        reason: String, at: Int64
+    ) throws(LedgerError) -> Int {
+        try LedgerAction.check(count: count, customerKey: customerKey, reason: reason)
+        return records.withLock { records in
+            let offer = Records.OfferKey(app: namespace.storedApp(bundleId), offerId: offerId)
+            let key = Records.CustomerOfferKey(offer: offer, customerKey: customerKey)
+            records.allowances[key, default: Records.Allowance()].granted += count
+            records.actions.append(
+                LedgerAction(
+                    at: at, kind: .grant, bundleId: bundleId, namespace: namespace, offerId: offerId,
+                    subject: .customer(customerKey), count: count, reason: reason))
+            return records.allowances[key]?.granted ?? count
+        }
+    }
+
+    public func reset(
+        bundleId: String, namespace: LedgerNamespace, offerId: String, customerKey: String?, reason: String,
+        at: Int64, signatureTTL: Int64
+    ) throws(LedgerError) -> Int {
+        try LedgerAction.check(customerKey: customerKey, reason: reason)
+        let key = UsageKey(
+            bundleId: bundleId, offerId: offerId, customerKey: customerKey, namespace: namespace, now: at,
+            signatureTTL: signatureTTL)
+        return records.withLock { records in
+            let before = records.usage(key)
+            let offer = Records.OfferKey(app: key.storedApp, offerId: offerId)
+            let freed: Int
+            if let customerKey {
+                freed = before.customerSignatures + before.customerRedemptions
+                records.allowances[Records.CustomerOfferKey(offer: offer, customerKey: customerKey), default: .init()]
+                    .resetAt = at
+            } else {
+                freed = before.offerReservations + before.offerRedemptions
+                let own = Records.CustomerOfferKey(offer: offer, customerKey: "")
+                records.allowances[own, default: .init()].resetAt = at
+                records.allowances[own, default: .init()].redeemedBase = records.totals[offer]?.redeemed ?? 0
+            }
+            records.actions.append(
+                LedgerAction(
+                    at: at, kind: .reset, bundleId: bundleId, namespace: namespace, offerId: offerId,
+                    subject: customerKey.map(LedgerAction.Subject.customer) ?? .offer, count: freed, reason: reason))
+            return freed
+        }
+    }
+
+    public func actions() throws(LedgerError) -> [LedgerAction] {
+        records.withLock { $0.actions }
+    }
+
+    public func purge(before: Int64, now: Int64) throws(LedgerError) -> Int {
+        records.withLock { $0.purge(before: before, answersBefore: now - IssuedSignature.Idempotency.window) }
+    }
+
+    public func dailyTotals() throws(LedgerError) -> [OfferDailyTotal] {
+        records.withLock { records in
+            records.dailyTotals.map { key, total in
+                let app = LedgerNamespace.parse(storedApp: key.offer.app)
+                return OfferDailyTotal(
+                    bundleId: app.bundleId, offerId: key.offer.offerId, day: key.day, issued: total.issued,
+                    redeemed: total.redeemed, namespace: app.namespace)
+            }
+            .sorted {
+                ($0.namespace.storedApp($0.bundleId), $0.offerId, $0.day)
+                    < ($1.namespace.storedApp($1.bundleId), $1.offerId, $1.day)
+            }
+        }
+    }
+}
+
+extension Records {
+    /// An offer's day in `dailyTotals`.
+    struct DayKey: Hashable {
+        var offer: OfferKey
+        /// `YYYY-MM-DD`, UTC.
+        var day: String
+    }
+
+    /// Deletes the signatures issued before `before` into the daily totals (the per-offer totals stay), and
+    /// clears the stored answers of signatures issued before `answersBefore`. Returns how many it deleted.
+    mutating func purge(before: Int64, answersBefore: Int64) -> Int {
+        let old = signatures.values.filter { $0.issuedAt < before }
+        for signature in old {
+            let offer = OfferKey(app: signature.storedApp, offerId: signature.offerId)
+            let day = DayKey(offer: offer, day: OfferDailyTotal.day(of: signature.issuedAt))
+            dailyTotals[day, default: (0, 0)].issued += 1
+            if redeemed.contains(signature.nonce) { dailyTotals[day, default: (0, 0)].redeemed += 1 }
+            remove(nonce: signature.nonce)
+            // `remove` takes a released signature off its offer's total; a purged one stays counted there.
+            totals[offer, default: (0, 0)].issued += 1
+        }
+        for signature in signatures.values where signature.issuedAt < answersBefore {
+            guard let idempotency = signature.idempotency else { continue }
+            let key = IdempotencyKey(bundleId: signature.bundleId, key: idempotency.key)
+            if idempotencyKeys[key] == signature.nonce { idempotencyKeys[key] = nil }
+            signatures[signature.nonce]?.idempotency = nil
+        }
+        return old.count
     }
 }

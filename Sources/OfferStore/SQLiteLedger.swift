@@ -486,3 +486,168 @@ public final class SQLiteLedger: Ledger {
         static let deleteSignature = "DELETE FROM issued_signatures WHERE nonce = ?1"
     }
 }
+
+// MARK: - Ops: grants, resets, their record, and the purge
+
+extension SQLiteLedger {
+    /// Signatures one purge transaction deletes: small enough that the writer waits a few milliseconds at most.
+    static let purgeBatch = 5000
+
+    public func grant(
+        bundleId: String, namespace: LedgerNamespace, offerId: String, customerKey: String, count: Int,
+        reason: String, at: Int64
+    ) throws(LedgerError) -> Int {
+        try LedgerAction.check(count: count, customerKey: customerKey, reason: reason)
+        let subject: [Connection.Value] = [
+            .text(namespace.storedApp(bundleId)), .text(offerId), .text(customerKey),
+        ]
+        return try connection.withLock { (connection: inout Connection) throws(LedgerError) -> Int in
+            try connection.transaction { () throws(LedgerError) -> Int in
+                let granted = try connection.texts(OpsQuery.grant, subject + [.integer(Int64(count))])
+                try connection.run(
+                    OpsQuery.insertAction,
+                    [.integer(at), .text(LedgerAction.Kind.grant.rawValue)] + subject
+                        + [.integer(Int64(count)), .text(reason)])
+                return Int(granted.first ?? "") ?? 0
+            }
+        }
+    }
+
+    public func reset(
+        bundleId: String, namespace: LedgerNamespace, offerId: String, customerKey: String?, reason: String,
+        at: Int64, signatureTTL: Int64
+    ) throws(LedgerError) -> Int {
+        try LedgerAction.check(customerKey: customerKey, reason: reason)
+        let key = UsageKey(
+            bundleId: bundleId, offerId: offerId, customerKey: customerKey, namespace: namespace, now: at,
+            signatureTTL: signatureTTL)
+        let subject: [Connection.Value] = [.text(key.storedApp), .text(offerId), .text(customerKey ?? "")]
+        return try connection.withLock { (connection: inout Connection) throws(LedgerError) -> Int in
+            try connection.transaction { () throws(LedgerError) -> Int in
+                let before = try Self.usage(connection, key)
+                let freed: Int
+                if customerKey != nil {
+                    freed = before.customerSignatures + before.customerRedemptions
+                    try connection.run(OpsQuery.resetCustomer, subject + [.integer(at)])
+                } else {
+                    freed = before.offerReservations + before.offerRedemptions
+                    try connection.run(OpsQuery.resetOffer, Array(subject.prefix(2)) + [.integer(at)])
+                }
+                try connection.run(
+                    OpsQuery.insertAction,
+                    [.integer(at), .text(LedgerAction.Kind.reset.rawValue)] + subject
+                        + [.integer(Int64(freed)), .text(reason)])
+                return freed
+            }
+        }
+    }
+
+    public func actions() throws(LedgerError) -> [LedgerAction] {
+        try read { (connection) throws(LedgerError) -> [LedgerAction] in
+            try connection.rows(OpsQuery.actions, [], columns: 7).map(Self.action)
+        }
+    }
+
+    /// A row of `OpsQuery.actions`' columns.
+    static func action(_ row: [String?]) -> LedgerAction {
+        let app = LedgerNamespace.parse(storedApp: row[2] ?? "")
+        return LedgerAction(
+            at: Int64(row[0] ?? "") ?? 0, kind: LedgerAction.Kind(rawValue: row[1] ?? "") ?? .grant,
+            bundleId: app.bundleId, namespace: app.namespace, offerId: row[3] ?? "",
+            subject: LedgerAction.subject(storedCustomerKey: row[4]), count: Int(row[5] ?? "") ?? 0,
+            reason: row[6] ?? "")
+    }
+
+    public func purge(before: Int64, now: Int64) throws(LedgerError) -> Int {
+        let batch = Int64(Self.purgeBatch)
+        var purged = 0
+        // Each batch in its own transaction: the writer's group commits go on between them.
+        while true {
+            let deleted = try connection.withLock { (connection: inout Connection) throws(LedgerError) -> Int in
+                try connection.transaction { () throws(LedgerError) -> Int in
+                    try connection.run(OpsQuery.keepDailyTotals, [.integer(before), .integer(batch)])
+                    try connection.run(OpsQuery.purgeSignatures, [.integer(before), .integer(batch)])
+                    return connection.changes
+                }
+            }
+            purged += deleted
+            if deleted < Self.purgeBatch { break }
+        }
+        let answersBefore = now - IssuedSignature.Idempotency.window
+        while true {
+            let cleared = try connection.withLock { (connection: inout Connection) throws(LedgerError) -> Int in
+                try connection.transaction { () throws(LedgerError) -> Int in
+                    try connection.run(OpsQuery.clearAnswers, [.integer(answersBefore), .integer(batch)])
+                    return connection.changes
+                }
+            }
+            if cleared < Self.purgeBatch { break }
+        }
+        return purged
+    }
+
+    public func dailyTotals() throws(LedgerError) -> [OfferDailyTotal] {
+        try read { (connection) throws(LedgerError) -> [OfferDailyTotal] in
+            try connection.rows(OpsQuery.dailyTotals, [], columns: 5).map { row in
+                let app = LedgerNamespace.parse(storedApp: row[0] ?? "")
+                return OfferDailyTotal(
+                    bundleId: app.bundleId, offerId: row[1] ?? "", day: row[2] ?? "", issued: Int(row[3] ?? "") ?? 0,
+                    redeemed: Int(row[4] ?? "") ?? 0, namespace: app.namespace)
+            }
+        }
+    }
+
+    /// The statements of grants, resets and the purge.
+    enum OpsQuery {
+        /// A customer's grants for an offer raised by ?4; returns them in all.
+        static let grant = """
+            INSERT INTO allowances (bundle_id, offer_id, customer_key, granted) VALUES (?1, ?2, ?3, ?4)
+            ON CONFLICT (bundle_id, offer_id, customer_key) DO UPDATE SET granted = granted + excluded.granted
+            RETURNING granted
+            """
+        /// The customer's counts for the offer start after ?4; their grants stay.
+        static let resetCustomer = """
+            INSERT INTO allowances (bundle_id, offer_id, customer_key, reset_at_ms) VALUES (?1, ?2, ?3, ?4)
+            ON CONFLICT (bundle_id, offer_id, customer_key) DO UPDATE SET reset_at_ms = excluded.reset_at_ms
+            """
+        /// The offer's counts (and every customer's) start after ?3; the redemptions recorded so far no longer
+        /// spend its budget.
+        static let resetOffer = """
+            INSERT INTO allowances (bundle_id, offer_id, customer_key, reset_at_ms, redeemed_base)
+            VALUES (?1, ?2, '', ?3,
+                (SELECT coalesce(sum(redeemed), 0) FROM offer_totals WHERE bundle_id = ?1 AND offer_id = ?2))
+            ON CONFLICT (bundle_id, offer_id, customer_key) DO UPDATE
+            SET reset_at_ms = excluded.reset_at_ms, redeemed_base = excluded.redeemed_base
+            """
+        static let insertAction = """
+            INSERT INTO ledger_actions (at_ms, action, bundle_id, offer_id, customer_key, count, reason)
+            VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)
+            """
+        static let actions =
+            "SELECT at_ms, action, bundle_id, offer_id, customer_key, count, reason FROM ledger_actions ORDER BY id"
+        /// Index `issued_by_time`: the oldest ?2 signatures issued before ?1 (the same rows `purgeSignatures`
+        /// deletes next, in the same transaction), added to their offer's day.
+        static let keepDailyTotals = """
+            INSERT INTO offer_daily_totals (bundle_id, offer_id, day, issued, redeemed)
+            SELECT bundle_id, offer_id, strftime('%Y-%m-%d', issued_at_ms / 1000, 'unixepoch'), count(*),
+                count(redeemed_at_ms)
+            FROM issued_signatures
+            WHERE id IN (SELECT id FROM issued_signatures WHERE issued_at_ms < ?1 ORDER BY issued_at_ms, id LIMIT ?2)
+            GROUP BY 1, 2, 3
+            ON CONFLICT (bundle_id, offer_id, day) DO UPDATE
+            SET issued = issued + excluded.issued, redeemed = redeemed + excluded.redeemed
+            """
+        static let purgeSignatures = """
+            DELETE FROM issued_signatures
+            WHERE id IN (SELECT id FROM issued_signatures WHERE issued_at_ms < ?1 ORDER BY issued_at_ms, id LIMIT ?2)
+            """
+        /// Index `issued_answers`: answers kept past their key's window, ?2 at a time.
+        static let clearAnswers = """
+            UPDATE issued_signatures SET idempotency_key = NULL, request_hash = NULL, answer = NULL
+            WHERE id IN (SELECT id FROM issued_signatures WHERE answer IS NOT NULL AND issued_at_ms < ?1 LIMIT ?2)
+            """
+        static let dailyTotals = """
+            SELECT bundle_id, offer_id, day, issued, redeemed FROM offer_daily_totals ORDER BY bundle_id, offer_id, day
+            """
+    }
+}

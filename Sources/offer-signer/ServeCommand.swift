@@ -78,6 +78,12 @@ enum ServeCommand {
         } catch {
             throw CommandError(error.description)
         }
+        // The retention: a pass now, then every hour.
+        let purger = ledger.map {
+            LedgerPurger(
+                ledger: $0, retentionDays: settings.ledgerRetentionDays, clock: SystemClock.nowMilliseconds, log: log)
+        }
+        purger?.start()
         var report = ReloadReport.publishStart(configPath: configPath, configuration: configuration.hash, log: log)
         let shownHost = host.contains(":") ? "[\(host)]" : host
         Console.out("offer-signer listening on http://\(shownHost):\(server.port)")
@@ -94,7 +100,9 @@ enum ServeCommand {
             sigwait(&signals, &received)
             guard received == SIGHUP else { break }
             running = reload(configPath, into: service, running: running, log: log, report: &report) ?? running
+            purger?.retentionDays = running.settings.ledgerRetentionDays
         }
+        purger?.stop()
         log.info("stopping after requests in flight", [("signal", String(received))])
         server.stop(graceSeconds: 10)
         ReloadReport.remove(pid: getpid())

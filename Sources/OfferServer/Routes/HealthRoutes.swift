@@ -11,7 +11,7 @@ struct HealthRoutes {
         [
             .sync("GET", "/livez", group: .operations) { _, _ in .ok(HealthResponse().jsonBytes) },
             .sync("GET", "/readyz", group: .operations, readiness),
-            .sync("GET", "/metrics", group: .operations) { [metrics, ledger] _, _ in
+            .sync("GET", "/metrics", group: .operations) { [metrics, ledger] _, context in
                 if let ledger, let statistics = ledger.commitStatistics {
                     let backend: KeyValuePairs<String, String> = ["backend": ledger.backendName]
                     metrics.set(.ledgerCommits, backend, to: statistics.commits)
@@ -22,6 +22,7 @@ struct HealthRoutes {
                         to: Int(seconds) * 1_000_000 + Int(attoseconds / 1_000_000_000_000))
                     metrics.set(.ledgerLargestGroup, backend, to: statistics.largestGroup)
                 }
+                if let ledger { metrics.recordOffers(ledger, catalog: context.snapshot.catalog, now: context.now) }
                 return HTTPResponse(
                     status: 200, body: Array(metrics.render().utf8),
                     contentType: "text/plain; version=0.0.4; charset=utf-8")

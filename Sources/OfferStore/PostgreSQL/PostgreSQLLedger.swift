@@ -438,6 +438,24 @@ public final class PostgreSQLLedger: Ledger {
                 )
                 """,
             ]),
+        // 3: the SQLite ledger's version 7: the purge's indexes (by issue time; the rows still holding an
+        // Idempotency-Key's answer) and the per-offer daily totals it keeps.
+        PostgreSQLMigrator.Migration(
+            version: 3,
+            [
+                "CREATE INDEX issued_by_time ON issued_signatures (issued_at_ms)",
+                "CREATE INDEX issued_answers ON issued_signatures (issued_at_ms) WHERE answer IS NOT NULL",
+                """
+                CREATE TABLE offer_daily_totals (
+                    bundle_id TEXT NOT NULL,
+                    offer_id TEXT NOT NULL,
+                    day TEXT NOT NULL,
+                    issued BIGINT NOT NULL,
+                    redeemed BIGINT NOT NULL,
+                    PRIMARY KEY (bundle_id, offer_id, day)
+                )
+                """,
+            ]),
     ]
 
     /// Every statement the ledger runs after open, prepared once per connection.
@@ -621,5 +639,178 @@ enum Hex {
         case UInt8(ascii: "A")...UInt8(ascii: "F"): return character - UInt8(ascii: "A") + 10
         default: return nil
         }
+    }
+}
+
+// MARK: - Ops: grants, resets, their record, and the purge
+
+extension PostgreSQLLedger {
+    /// Signatures one purge statement deletes (each in a transaction of its own).
+    static let purgeBatch = 5000
+
+    public func grant(
+        bundleId: String, namespace: LedgerNamespace, offerId: String, customerKey: String, count: Int,
+        reason: String, at: Int64
+    ) throws(LedgerError) -> Int {
+        try LedgerAction.check(count: count, customerKey: customerKey, reason: reason)
+        let app = namespace.storedApp(bundleId)
+        return try pool.transaction { (connection) throws(LedgerError) -> Int in
+            // The locks a group commit takes for a limited record of this offer and customer.
+            let locks = Self.locks([Self.lock(.offer, app, offerId), Self.lock(.customer, app, customerKey)])
+            try connection.execute(Statement.lock, [locks.classes, locks.keys])
+            let granted = try connection.scalar(OpsStatement.grant, [app, offerId, customerKey, String(count)])
+            try connection.execute(
+                OpsStatement.insertAction,
+                [String(at), LedgerAction.Kind.grant.rawValue, app, offerId, customerKey, String(count), reason])
+            return Int(granted)
+        }
+    }
+
+    public func reset(
+        bundleId: String, namespace: LedgerNamespace, offerId: String, customerKey: String?, reason: String,
+        at: Int64, signatureTTL: Int64
+    ) throws(LedgerError) -> Int {
+        try LedgerAction.check(customerKey: customerKey, reason: reason)
+        let key = UsageKey(
+            bundleId: bundleId, offerId: offerId, customerKey: customerKey, namespace: namespace, now: at,
+            signatureTTL: signatureTTL)
+        let app = key.storedApp
+        return try pool.transaction { (connection) throws(LedgerError) -> Int in
+            let locks = Self.locks(
+                [Self.lock(.offer, app, offerId)] + (customerKey.map { [Self.lock(.customer, app, $0)] } ?? []))
+            try connection.execute(Statement.lock, [locks.classes, locks.keys])
+            let before = try Self.usage(connection, key)
+            let freed: Int
+            if let customerKey {
+                freed = before.customerSignatures + before.customerRedemptions
+                try connection.execute(OpsStatement.resetCustomer, [app, offerId, customerKey, String(at)])
+            } else {
+                freed = before.offerReservations + before.offerRedemptions
+                try connection.execute(OpsStatement.resetOffer, [app, offerId, String(at)])
+            }
+            try connection.execute(
+                OpsStatement.insertAction,
+                [String(at), LedgerAction.Kind.reset.rawValue, app, offerId, customerKey ?? "", String(freed), reason])
+            return freed
+        }
+    }
+
+    public func actions() throws(LedgerError) -> [LedgerAction] {
+        try pool.withConnection { (connection) throws(LedgerError) -> [LedgerAction] in
+            try connection.rows(OpsStatement.actions).map { row in
+                let app = LedgerNamespace.parse(storedApp: row[2] ?? "")
+                return LedgerAction(
+                    at: Int64(row[0] ?? "") ?? 0, kind: LedgerAction.Kind(rawValue: row[1] ?? "") ?? .grant,
+                    bundleId: app.bundleId, namespace: app.namespace, offerId: row[3] ?? "",
+                    subject: LedgerAction.subject(storedCustomerKey: row[4]), count: Int(row[5] ?? "") ?? 0,
+                    reason: row[6] ?? "")
+            }
+        }
+    }
+
+    /// Each batch is one statement (delete, and add what it deleted to the daily totals) in its own transaction.
+    /// Replicas purging at once each delete different rows: a row another one deleted first is skipped, and only
+    /// the rows a statement deleted are added to the totals.
+    public func purge(before: Int64, now: Int64) throws(LedgerError) -> Int {
+        let batch = String(Self.purgeBatch)
+        var purged = 0
+        while true {
+            let deleted = try pool.transaction { (connection) throws(LedgerError) -> Int64 in
+                try connection.scalar(OpsStatement.purgeSignatures, [String(before), batch])
+            }
+            purged += Int(deleted)
+            if deleted < Self.purgeBatch { break }
+        }
+        let answersBefore = String(now - IssuedSignature.Idempotency.window)
+        while true {
+            let cleared = try pool.transaction { (connection) throws(LedgerError) -> Int64 in
+                try connection.execute(OpsStatement.clearAnswers, [answersBefore, batch])
+            }
+            if cleared < Self.purgeBatch { break }
+        }
+        return purged
+    }
+
+    public func dailyTotals() throws(LedgerError) -> [OfferDailyTotal] {
+        try pool.withConnection { (connection) throws(LedgerError) -> [OfferDailyTotal] in
+            try connection.rows(OpsStatement.dailyTotals).map { row in
+                let app = LedgerNamespace.parse(storedApp: row[0] ?? "")
+                return OfferDailyTotal(
+                    bundleId: app.bundleId, offerId: row[1] ?? "", day: row[2] ?? "", issued: Int(row[3] ?? "") ?? 0,
+                    redeemed: Int(row[4] ?? "") ?? 0, namespace: app.namespace)
+            }
+        }
+    }
+
+    /// The statements of grants, resets and the purge, prepared once per connection.
+    enum OpsStatement {
+        static let grant = PostgreSQLStatement(
+            "ledger_grant",
+            """
+            INSERT INTO allowances (bundle_id, offer_id, customer_key, granted) VALUES ($1, $2, $3, $4::bigint)
+            ON CONFLICT (bundle_id, offer_id, customer_key) DO UPDATE SET granted = allowances.granted + excluded.granted
+            RETURNING granted
+            """)
+        static let resetCustomer = PostgreSQLStatement(
+            "ledger_reset_customer",
+            """
+            INSERT INTO allowances (bundle_id, offer_id, customer_key, reset_at_ms) VALUES ($1, $2, $3, $4::bigint)
+            ON CONFLICT (bundle_id, offer_id, customer_key) DO UPDATE SET reset_at_ms = excluded.reset_at_ms
+            """)
+        static let resetOffer = PostgreSQLStatement(
+            "ledger_reset_offer",
+            """
+            INSERT INTO allowances (bundle_id, offer_id, customer_key, reset_at_ms, redeemed_base)
+            VALUES ($1, $2, '', $3::bigint,
+                (SELECT coalesce(sum(redeemed), 0) FROM offer_totals WHERE bundle_id = $1 AND offer_id = $2))
+            ON CONFLICT (bundle_id, offer_id, customer_key) DO UPDATE
+            SET reset_at_ms = excluded.reset_at_ms, redeemed_base = excluded.redeemed_base
+            """)
+        static let insertAction = PostgreSQLStatement(
+            "ledger_insert_action",
+            """
+            INSERT INTO ledger_actions (at_ms, action, bundle_id, offer_id, customer_key, count, reason)
+            VALUES ($1::bigint, $2, $3, $4, $5, $6::bigint, $7)
+            """)
+        static let actions = PostgreSQLStatement(
+            "ledger_actions",
+            "SELECT at_ms, action, bundle_id, offer_id, customer_key, count, reason FROM ledger_actions ORDER BY id")
+        /// Index `issued_by_time`: the oldest $2 signatures issued before $1 deleted, added to their offer's day
+        /// (UTC); returns how many were deleted.
+        static let purgeSignatures = PostgreSQLStatement(
+            "ledger_purge_signatures",
+            """
+            WITH batch AS (
+                DELETE FROM issued_signatures
+                WHERE id IN (
+                    SELECT id FROM issued_signatures WHERE issued_at_ms < $1::bigint
+                    ORDER BY issued_at_ms LIMIT $2::integer)
+                RETURNING bundle_id, offer_id, issued_at_ms, redeemed_at_ms
+            ), kept AS (
+                INSERT INTO offer_daily_totals AS t (bundle_id, offer_id, day, issued, redeemed)
+                SELECT bundle_id, offer_id,
+                    to_char(timestamp 'epoch' + issued_at_ms * interval '1 millisecond', 'YYYY-MM-DD'), count(*),
+                    count(redeemed_at_ms)
+                FROM batch GROUP BY 1, 2, 3
+                ON CONFLICT (bundle_id, offer_id, day) DO UPDATE
+                SET issued = t.issued + excluded.issued, redeemed = t.redeemed + excluded.redeemed
+            )
+            SELECT count(*) FROM batch
+            """)
+        /// Index `issued_answers`: answers kept past their key's window, $2 at a time.
+        static let clearAnswers = PostgreSQLStatement(
+            "ledger_clear_answers",
+            """
+            UPDATE issued_signatures SET idempotency_key = NULL, request_hash = NULL, answer = NULL
+            WHERE id IN (
+                SELECT id FROM issued_signatures WHERE answer IS NOT NULL AND issued_at_ms < $1::bigint
+                LIMIT $2::integer)
+            """)
+        static let dailyTotals = PostgreSQLStatement(
+            "ledger_daily_totals",
+            """
+            SELECT bundle_id, offer_id, day, issued, redeemed FROM offer_daily_totals
+            ORDER BY bundle_id COLLATE "C", offer_id COLLATE "C", day
+            """)
     }
 }

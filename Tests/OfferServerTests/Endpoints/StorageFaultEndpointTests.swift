@@ -101,8 +101,7 @@ struct StorageFaultEndpointTests {
 
 /// A `MemoryLedger` that fails every call with the fault it is given (and is then not ready), and calls itself
 /// PostgreSQL with commit statistics, as a PostgreSQL ledger would.
-final class FaultyLedger: Ledger {
-    private let memory = MemoryLedger()
+final class FaultyLedger: ForwardingLedger, @unchecked Sendable {
     private let fault = Mutex<LedgerError?>(nil)
     private let recorded = Mutex<[String]>([])
 
@@ -113,11 +112,11 @@ final class FaultyLedger: Ledger {
         if let fault = fault.withLock({ $0 }) { throw fault }
     }
 
-    func usage(_ key: UsageKey) throws(LedgerError) -> OfferUsage {
+    override func usage(_ key: UsageKey) throws(LedgerError) -> OfferUsage {
         try check()
         return try memory.usage(key)
     }
-    func record(
+    override func record(
         _ signature: IssuedSignature, admit: (@Sendable (OfferUsage) -> Bool)?,
         completion: @escaping @Sendable (Result<LedgerOutcome, LedgerError>) -> Void
     ) {
@@ -129,26 +128,19 @@ final class FaultyLedger: Ledger {
             completion(result)
         }
     }
-    func previousAnswer(
+    override func previousAnswer(
         bundleId: String, idempotencyKey key: String, validFrom: Int64
     ) throws(LedgerError) -> PreviousAnswer? {
         try check()
         return try memory.previousAnswer(bundleId: bundleId, idempotencyKey: key, validFrom: validFrom)
     }
-    func signature(nonce: String) throws(LedgerError) -> IssuedSignature? { try memory.signature(nonce: nonce) }
-    func offerTotals() throws(LedgerError) -> [OfferTotal] { try memory.offerTotals() }
-    func history(customerKey: String) throws(LedgerError) -> [IssuedSignature] {
-        try memory.history(customerKey: customerKey)
-    }
-    func forget(customerKey: String) throws(LedgerError) -> Int { try memory.forget(customerKey: customerKey) }
-    func release(nonce: String) throws(LedgerError) { try memory.release(nonce: nonce) }
-    func observe(_ transaction: ObservedTransaction) throws(LedgerError) -> RedemptionOutcome {
+    override func observe(_ transaction: ObservedTransaction) throws(LedgerError) -> RedemptionOutcome {
         try check()
         return try memory.observe(transaction)
     }
-    func checkReadiness() throws(LedgerError) { try check() }
-    var backendName: String { "postgresql" }
-    var commitStatistics: CommitStatistics? {
+    override func checkReadiness() throws(LedgerError) { try check() }
+    override var backendName: String { "postgresql" }
+    override var commitStatistics: CommitStatistics? {
         var statistics = CommitStatistics()
         statistics.commits = recordedNonces.count
         statistics.records = recordedNonces.count
