@@ -6,7 +6,7 @@
 SHELL := /bin/bash
 .DEFAULT_GOAL := help
 
-APT_PACKAGES := libssl-dev libmicrohttpd-dev libsqlite3-dev libpq-dev postgresql pkg-config openssl curl wrk
+APT_PACKAGES := libssl-dev libmicrohttpd-dev libsqlite3-dev libpq-dev postgresql nginx pkg-config openssl curl wrk
 VENV := .venv
 PYTHON ?= python3
 HOST ?= 127.0.0.1
@@ -25,6 +25,10 @@ help:
 # The tests start their own throwaway clusters: installing Debian's postgresql must not create (and start) a
 # system-wide one.
 NO_MAIN_CLUSTER := /etc/postgresql-common/createcluster.d/offer-signer-no-main-cluster.conf
+# Likewise the tests run their own nginx, as the current user on loopback: installing Debian's nginx must not
+# start (or enable) a system-wide one serving port 80. Under systemd its unit is masked before the install (the
+# package's scripts then neither start it nor unmask it; `systemctl unmask nginx` undoes this); without systemd
+# it is stopped and disabled after the install, if it was started at all.
 # Runs a command with a throwaway PostgreSQL cluster and OFFER_SIGNER_TEST_POSTGRES set to its DSN; stops the
 # cluster when the command ends, however it ends.
 WITH_POSTGRES := bash Scripts/postgres-test-cluster.sh run
@@ -38,7 +42,15 @@ deps:
 	  if [[ " $$missing " == *" postgresql "* ]] && [ ! -e $(NO_MAIN_CLUSTER) ]; then \
 	    $$SUDO mkdir -p $(dir $(NO_MAIN_CLUSTER)) && echo "create_main_cluster = false" | $$SUDO tee $(NO_MAIN_CLUSTER) >/dev/null; \
 	  fi; \
-	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq $$missing >/dev/null; \
+	  if [[ " $$missing " == *" nginx "* ]] && [ -d /run/systemd/system ]; then \
+	    $$SUDO systemctl mask --quiet nginx.service; \
+	  fi; \
+	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq $$missing >/dev/null \
+	    || exit 1; \
+	  if [[ " $$missing " == *" nginx "* ]] && [ ! -d /run/systemd/system ]; then \
+	    $$SUDO invoke-rc.d nginx stop >/dev/null 2>&1 || true; \
+	    $$SUDO update-rc.d nginx disable >/dev/null 2>&1 || true; \
+	  fi; \
 	fi
 	@# git does not keep file modes: the demo key must be private before the service accepts it.
 	@chmod 600 Keys/demo/*.p8
