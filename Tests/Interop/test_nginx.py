@@ -72,7 +72,8 @@ def service_logged(server: Server, request_id: str, timeout: float = 5) -> bool:
     """Whether the service's access log (standard error) has a line for `request_id`."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        if re.search(rf"\brequest_id={re.escape(request_id)}\b", server.stderr_path.read_text(errors="replace")):
+        if re.search(rf"\brequest_id={re.escape(request_id)}(\s|$)", server.stderr_path.read_text(errors="replace"),
+                     re.MULTILINE):
             return True
         time.sleep(0.02)
     return False
@@ -251,6 +252,14 @@ def test_a_promotional_offer_is_signed_through_https(proxy, service, signing_key
     fields = log_fields(proxy, request_id)
     assert (fields["status"], fields["upstream"]) == ("200", "200")
     assert service_logged(service, request_id)
+
+
+def test_the_services_own_errors_pass_through_unchanged(proxy):
+    body = json.dumps({"bundleId": "com.example.unknown", "productId": PRODUCT_MONTHLY, "offerId": OFFER_OPEN})
+    response = proxy.post(PROMO_PATH, body.encode())
+    assert response.status == 404, response.body
+    assert response.json()["error"]["code"] == "unknown_app"  # not nginx's not_found
+    assert log_fields(proxy, response.header("X-Request-Id"))["upstream"] == "404"
 
 
 # MARK: - 3. The client's address
@@ -536,7 +545,7 @@ def test_the_retention_route_gives_up_at_apples_deadline(recorded, recorder):
     response = recorded.post(path, b"{}")
     elapsed = time.monotonic() - started
     assert response.status == 504
-    assert 0.6 <= elapsed < 1.2, elapsed
+    assert 0.7 <= elapsed < 1.5, elapsed  # the 2 s answer is never waited for
     assert len(recorder.to(path)) == 1
 
 
