@@ -25,15 +25,14 @@ help:
 # The tests start their own throwaway clusters: installing Debian's postgresql must not create (and start) a
 # system-wide one.
 NO_MAIN_CLUSTER := /etc/postgresql-common/createcluster.d/offer-signer-no-main-cluster.conf
-# Likewise the tests run their own nginx, as the current user on loopback: installing Debian's nginx must not
-# start (or enable) a system-wide one serving port 80. Under systemd its unit is masked before the install (the
-# package's scripts then neither start it nor unmask it; `systemctl unmask nginx` undoes this); without systemd
-# it is stopped and disabled after the install, if it was started at all.
 # Runs a command with a throwaway PostgreSQL cluster and OFFER_SIGNER_TEST_POSTGRES set to its DSN; stops the
 # cluster when the command ends, however it ends.
 WITH_POSTGRES := bash Scripts/postgres-test-cluster.sh run
 
-# Installs Debian packages only when one is missing; runs apt-get update first when needed.
+# Installs Debian packages only when one is missing; runs apt-get update first when needed. The tests run their
+# own nginx too, as the current user on loopback: installing Debian's nginx must not start (or enable) a system-wide
+# one serving port 80. Under systemd its unit is masked before the install (the package's scripts then neither
+# start nor unmask it; `systemctl unmask nginx` undoes this); without systemd it is stopped and disabled after.
 deps:
 	@missing=""; for p in $(APT_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
 	if [ -n "$$missing" ]; then \
@@ -43,7 +42,7 @@ deps:
 	    $$SUDO mkdir -p $(dir $(NO_MAIN_CLUSTER)) && echo "create_main_cluster = false" | $$SUDO tee $(NO_MAIN_CLUSTER) >/dev/null; \
 	  fi; \
 	  if [[ " $$missing " == *" nginx "* ]] && [ -d /run/systemd/system ]; then \
-	    $$SUDO systemctl mask --quiet nginx.service; \
+	    $$SUDO systemctl mask --quiet nginx.service || exit 1; \
 	  fi; \
 	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq $$missing >/dev/null \
 	    || exit 1; \
