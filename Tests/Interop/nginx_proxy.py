@@ -124,12 +124,23 @@ def free_port() -> int:
         return probe.getsockname()[1]
 
 
+def has_ipv6_loopback() -> bool:
+    try:
+        with socket.socket(socket.AF_INET6) as probe:
+            probe.bind(("::1", 0))
+            return True
+    except OSError:
+        return False
+
+
 def render_site(text: str, *, https_port: int, metrics_port: int, upstream_port: int, tls: TestTLS,
                 access_log: Path) -> str:
-    """The shipped server configuration with the test's ports, certificate and log (nothing else changes)."""
+    """The shipped server configuration with the test's ports, certificate and log (nothing else changes; the IPv6
+    listener goes where the machine has no IPv6 loopback)."""
+    ipv6 = f"    listen [::1]:{https_port} ssl;\n" if has_ipv6_loopback() else ""
     replacements = [
         ("    listen 443 ssl;\n", f"    listen 127.0.0.1:{https_port} ssl;\n"),
-        ("    listen [::]:443 ssl;\n", f"    listen [::1]:{https_port} ssl;\n"),
+        ("    listen [::]:443 ssl;\n", ipv6),
         ("    listen 127.0.0.1:9180;\n", f"    listen 127.0.0.1:{metrics_port};\n"),
         ("    server 127.0.0.1:8080;\n", f"    server 127.0.0.1:{upstream_port};\n"),
         ("    ssl_certificate /etc/ssl/offer-signer/fullchain.pem;\n", f"    ssl_certificate {tls.certificate};\n"),
