@@ -163,6 +163,9 @@ enum Help {
         Usage:
           offer-signer testkit ca --out DIR [--valid-from ISO8601] [--valid-until ISO8601]
           offer-signer testkit sign transaction|renewal-info|app-transaction --ca DIR --payload FILE|- [--xcode]
+          offer-signer testkit sign notification --ca DIR --type TYPE [--subtype S] [--environment E]
+              [--app-apple-id N] [--bundle-id B] [--uuid U] [--transaction FILE] [--renewal-info FILE]
+          offer-signer testkit sign notification --ca DIR --payload FILE|-
 
         `ca` writes a test root (root.cer, DER), an intermediate and a leaf carrying Apple's marker
         extensions, and the leaf's key, to DIR. Trust root.cer in a test configuration.
@@ -173,5 +176,13 @@ enum Help {
         minutes, seconds) or an ISO 8601 date-time. Unknown field names for the kind (with the closest real
         name), other text in a date field and values the service would reject are warned about on standard
         error; the JWS is still printed, with such values as written.
+        `sign notification` prints an App Store Server Notification V2 `signedPayload`, as Apple's server posts
+        it to POST /v1/apple/notifications/{bundleId}: notificationType TYPE (any text, unknown ones too),
+        subtype S, data.environment E (default: the transaction's, else Sandbox), data.appAppleId N (Apple
+        sends it in Production only), data.bundleId B (default: the transaction's), notificationUUID U
+        (default: a new UUID; send the same one twice to test a retry), and the transaction and renewal info
+        payloads in FILE (templates as above, bundleId and environment filled in from the notification when
+        missing) signed inside it by the same chain. --payload signs a whole decoded notification as written
+        (its nested signedTransactionInfo and signedRenewalInfo already JWS).
         """
 }
