@@ -66,22 +66,28 @@ struct NotificationLedgerTests {
             })
     }
 
-    static func state(_ ledger: any Ledger, _ customer: String = "a", namespace: LedgerNamespace = .production) throws
+    static func state(
+        _ ledger: any Ledger, _ customer: String = "a", namespace: LedgerNamespace = .production
+    ) throws
         -> ServerKnownState?
     {
         try ledger.state(bundleId: "com.example", namespace: namespace, originalTransactionId: customer)
     }
 
-    @Test("a notification is recorded once by its UUID: a retry answers duplicate and changes nothing", arguments: Kind.allCases)
+    @Test(
+        "a notification is recorded once by its UUID: a retry answers duplicate and changes nothing",
+        arguments: Kind.allCases)
     func duplicate(kind: Kind) throws {
         let ledger = try make(kind)
         try LedgerTests.add(LedgerTests.signature("a", nonce: "s1", at: Self.now - 1000), to: ledger)
-        let first = Transaction(id: "t1", offer: "o1", purchase: Self.now, expires: Self.now + 30 * Self.day, signed: Self.now)
+        let first = Transaction(
+            id: "t1", offer: "o1", purchase: Self.now, expires: Self.now + 30 * Self.day, signed: Self.now)
         let notification = Self.notification("n1", type: "SUBSCRIBED", transaction: first, renewalSigned: Self.now)
         #expect(
             try ledger.recordNotification(notification)
                 == .recorded(
-                    NotificationEffects(redemption: .redeemed(nonce: "s1"), transactionKept: true, renewalInfoKept: true)))
+                    NotificationEffects(
+                        redemption: .redeemed(nonce: "s1"), transactionKept: true, renewalInfoKept: true)))
         #expect(
             try ledger.notification(uuid: "n1")
                 == RecordedNotification(
@@ -136,7 +142,8 @@ struct NotificationLedgerTests {
         let usage = try ledger.usage(LedgerTests.key("a", at: Self.now + 3 * month))
         #expect(usage.customerRedemptions == 2 && usage.offerRedemptions == 2)
         #expect(try ledger.redemptions(customerKey: "a").map(\.transactionId) == ["t1", "t4"])
-        #expect(try ledger.offerTotals() == [OfferTotal(bundleId: "com.example", offerId: "o1", issued: 0, redeemed: 2)])
+        #expect(
+            try ledger.offerTotals() == [OfferTotal(bundleId: "com.example", offerId: "o1", issued: 0, redeemed: 2)])
     }
 
     @Test(
@@ -144,9 +151,12 @@ struct NotificationLedgerTests {
         arguments: Kind.allCases)
     func refunds(kind: Kind) throws {
         let ledger = try make(kind)
-        let bought = Transaction(id: "t1", offer: "o1", purchase: Self.now, expires: Self.now + 30 * Self.day, signed: Self.now)
+        let bought = Transaction(
+            id: "t1", offer: "o1", purchase: Self.now, expires: Self.now + 30 * Self.day, signed: Self.now)
         _ = try ledger.recordNotification(Self.notification("n1", type: "SUBSCRIBED", transaction: bought))
-        func revocation(_ revokedAt: Int64?, signed: Int64, transaction: String = "t1")
+        func revocation(
+            _ revokedAt: Int64?, signed: Int64, transaction: String = "t1"
+        )
             -> ReceivedNotification.Revocation
         {
             ReceivedNotification.Revocation(transactionId: transaction, revokedAt: revokedAt, signedDate: signed)
@@ -244,7 +254,8 @@ struct NotificationLedgerTests {
         arguments: Kind.allCases)
     func forget(kind: Kind) throws {
         let ledger = try make(kind)
-        let bought = Transaction(id: "t1", offer: "o1", purchase: Self.now, expires: Self.now + Self.day, signed: Self.now)
+        let bought = Transaction(
+            id: "t1", offer: "o1", purchase: Self.now, expires: Self.now + Self.day, signed: Self.now)
         let notification = Self.notification("n1", type: "SUBSCRIBED", transaction: bought, renewalSigned: Self.now)
         _ = try ledger.recordNotification(notification)
         _ = try ledger.recordNotification(Self.notification("n2", type: "TEST"))
