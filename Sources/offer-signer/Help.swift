@@ -75,8 +75,9 @@ enum Help {
         trust roots), opens the storage as the service would (creating and migrating a SQLite ledger), and
         prints a summary: settings, apps, keys by ID, and each offer with its window and rule. Warns about
         offers whose window has ended or not begun (at --at, default now) and rules that can never pass
-        under the trust settings, and about apps that accept Xcode data. Every mistake is printed with its
-        JSON path; exit status 1 if any.
+        under the trust settings, about apps that accept Xcode data, and about apps without "appAppleId"
+        while Production data is trusted (their Production notifications from Apple would be refused).
+        Every mistake is printed with its JSON path; exit status 1 if any.
         """
 
     static let keysGenerate = """

@@ -28,7 +28,7 @@ struct NotificationRoutes {
             received = try context.snapshot.notifications.receive(
                 bundleId: bundleId, signedPayload: body.signedPayload, now: context.now)
         } catch {
-            Self.count(context, type: "none", result: Self.result(of: error))
+            Self.count(context, type: "none", result: Self.result(of: error), acknowledged: false)
             respond(.failure(error))
             return
         }
@@ -47,7 +47,7 @@ struct NotificationRoutes {
                 Self.count(context, type: type, result: "recorded")
                 respond(.success(.ok(NotificationReceipt(result: .recorded).jsonBytes)))
             case .failure(let error):
-                Self.count(context, type: type, result: "storage_unavailable")
+                Self.count(context, type: type, result: "storage_unavailable", acknowledged: false)
                 respond(.failure(OfferError.storageUnavailable(error)))
             }
         }
@@ -69,7 +69,12 @@ struct NotificationRoutes {
         }
     }
 
-    private static func count(_ context: RequestContext, type: String, result: String) {
-        context.record { $0.notification = (type, result) }
+    /// Counts the notification, and names what became of an acknowledged one in the access log (`decision`); a
+    /// refusal's code is logged as its `reason` by the error mapping.
+    private static func count(_ context: RequestContext, type: String, result: String, acknowledged: Bool = true) {
+        context.record {
+            $0.notification = (type, result)
+            if acknowledged { $0.decision = result }
+        }
     }
 }

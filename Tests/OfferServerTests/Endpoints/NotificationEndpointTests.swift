@@ -1,3 +1,4 @@
+import Foundation
 import OfferAPI
 import OfferCore
 import OfferCrypto
@@ -184,11 +185,14 @@ struct NotificationEndpointTests {
             case "empty-payload": body = Array(#"{"signedPayload": ""}"#.utf8)
             case "not-json": body = Array("signedPayload=a.b.c".utf8)
             case "tampered":
+                // The same header and signature over a payload that says something else.
                 var parts = good.signedPayload.split(separator: ".").map(String.init)
-                var payload = Array(parts[1].utf8)
-                payload[payload.count / 2] =
-                    payload[payload.count / 2] == UInt8(ascii: "A") ? UInt8(ascii: "B") : UInt8(ascii: "A")
-                parts[1] = String(decoding: payload, as: UTF8.self)
+                let payload = String(decoding: try #require(Base64.decodeURL(parts[1])), as: UTF8.self)
+                let forged = payload.replacingOccurrences(of: "DID_RENEW", with: "DID_RENEX")
+                #expect(forged != payload)
+                var encoded: [UInt8] = []
+                Base64.appendURL(Array(forged.utf8), to: &encoded)
+                parts[1] = String(decoding: encoded, as: UTF8.self)
                 body = NotificationRequest(signedPayload: parts.joined(separator: ".")).jsonBytes
             case "transaction-as-notification":
                 body =
