@@ -123,6 +123,18 @@ private struct Records {
         var customerKey: String
         var transactionId: String
         var purchaseDate: Int64
+        var offerType: Int?
+        var nonce: String?
+        /// A refund or revocation Apple notified, and the `signedDate` of the transaction that last changed it.
+        var revokedAt: Int64?
+        var revocationSignedAt: Int64?
+    }
+
+    /// A subscription's server-known state.
+    struct SubscriptionState {
+        var transaction: ReceivedNotification.StateTransaction?
+        var renewalInfo: ReceivedNotification.StateRenewalInfo?
+        var updatedAt: Int64
     }
 
     struct Allowance {
@@ -152,6 +164,10 @@ private struct Records {
     var actions: [LedgerAction] = []
     /// What the purge kept of the signatures it deleted: issued and redeemed per offer and day.
     var dailyTotals: [DayKey: (issued: Int, redeemed: Int)] = [:]
+    /// Notifications recorded, by UUID.
+    var notifications: [String: RecordedNotification] = [:]
+    /// Server-known state per subscription (app and `originalTransactionId`).
+    var states: [CustomerKey: SubscriptionState] = [:]
 
     func usage(_ key: UsageKey) -> OfferUsage {
         let offer = OfferKey(app: key.storedApp, offerId: key.offerId)
@@ -233,7 +249,7 @@ private struct Records {
         let customerOffer = CustomerOfferKey(offer: offer, customerKey: transaction.originalTransactionId)
         redemptions[transaction.transactionId] = Redemption(
             offer: offer, customerKey: transaction.originalTransactionId, transactionId: transaction.transactionId,
-            purchaseDate: transaction.purchaseDate)
+            purchaseDate: transaction.purchaseDate, offerType: transaction.offerType)
         customerRedemptions[customerOffer, default: []].append(transaction.transactionId)
         totals[offer, default: (0, 0)].redeemed += 1
         // The latest outstanding signature issued by the purchase, else the latest outstanding one.
@@ -241,7 +257,10 @@ private struct Records {
             .filter { !self.redeemed.contains($0.nonce) }
         let before = outstanding.filter { $0.issuedAt <= transaction.purchaseDate }
         let match = (before.isEmpty ? outstanding : before).max { ($0.issuedAt, $0.nonce) < ($1.issuedAt, $1.nonce) }
-        if let match { self.redeemed.insert(match.nonce) }
+        if let match {
+            self.redeemed.insert(match.nonce)
+            redemptions[transaction.transactionId]?.nonce = match.nonce
+        }
         return .redeemed(nonce: match?.nonce)
     }
 
@@ -269,7 +288,11 @@ private struct Records {
         for index in actions.indices where actions[index].subject == .customer(customerKey) {
             actions[index].subject = .forgottenCustomer
         }
-        return nonces.count + transactions.count
+        let states = self.states.keys.filter { $0.customerKey == customerKey }
+        for key in states { self.states[key] = nil }
+        let notified = notifications.values.filter { $0.originalTransactionId == customerKey }.map(\.notificationUUID)
+        for uuid in notified { notifications[uuid]?.originalTransactionId = nil }
+        return nonces.count + transactions.count + states.count + notified.count
     }
 
     mutating func remove(nonce: String) {
@@ -394,5 +417,88 @@ extension Records {
             signatures[signature.nonce]?.idempotency = nil
         }
         return old.count
+    }
+}
+
+// MARK: - Notifications and server-known state
+
+extension MemoryLedger {
+    public func recordNotification(
+        _ notification: ReceivedNotification,
+        completion: @escaping @Sendable (Result<NotificationOutcome, LedgerError>) -> Void
+    ) {
+        completion(.success(records.withLock { $0.record(notification) }))
+    }
+
+    public func notification(uuid: String) throws(LedgerError) -> RecordedNotification? {
+        records.withLock { $0.notifications[uuid] }
+    }
+
+    public func redemptions(customerKey: String) throws(LedgerError) -> [RecordedRedemption] {
+        records.withLock { records in
+            (records.redemptions.values.filter { $0.customerKey == customerKey })
+                .sorted { ($0.purchaseDate, $0.transactionId) < ($1.purchaseDate, $1.transactionId) }
+                .map { redemption in
+                    let app = LedgerNamespace.parse(storedApp: redemption.offer.app)
+                    return RecordedRedemption(
+                        bundleId: app.bundleId, namespace: app.namespace, offerId: redemption.offer.offerId,
+                        customerKey: customerKey, transactionId: redemption.transactionId,
+                        redeemedAt: redemption.purchaseDate, offerType: redemption.offerType, nonce: redemption.nonce,
+                        revokedAt: redemption.revokedAt)
+                }
+        }
+    }
+
+    public func state(
+        bundleId: String, namespace: LedgerNamespace, originalTransactionId: String
+    ) throws(LedgerError) -> ServerKnownState? {
+        records.withLock { records in
+            records.states[Records.CustomerKey(app: namespace.storedApp(bundleId), customerKey: originalTransactionId)]
+                .map {
+                    ServerKnownState(
+                        signedTransaction: $0.transaction?.signedTransaction,
+                        signedRenewalInfo: $0.renewalInfo?.signedRenewalInfo, updatedAt: $0.updatedAt)
+                }
+        }
+    }
+}
+
+extension Records {
+    /// Everything a notification teaches, under the one lock (see `Ledger.recordNotification`).
+    mutating func record(_ notification: ReceivedNotification) -> NotificationOutcome {
+        guard notifications[notification.notificationUUID] == nil else { return .duplicate }
+        notifications[notification.notificationUUID] = RecordedNotification(notification)
+        var effects = NotificationEffects()
+        if let observed = notification.observed { effects.redemption = observe(observed) }
+        let app = notification.storedApp
+        if let revocation = notification.revocation, let redemption = redemptions[revocation.transactionId],
+            redemption.offer.app == app, revocation.applies(after: redemption.revocationSignedAt)
+        {
+            redemptions[revocation.transactionId]?.revokedAt = revocation.revokedAt
+            redemptions[revocation.transactionId]?.revocationSignedAt = revocation.signedDate
+            effects.revocationChanged = true
+        }
+        guard let original = notification.originalTransactionId else { return .recorded(effects) }
+        let key = CustomerKey(app: app, customerKey: original)
+        var state = states[key] ?? SubscriptionState(updatedAt: notification.receivedAt)
+        if let transaction = notification.transaction,
+            state.transaction.map({ FreshestFacts.isNewer(transaction.order, than: $0.order) }) ?? true
+        {
+            state.transaction = transaction
+            effects.transactionKept = true
+        }
+        // Renewal info kept without a signedDate orders before any other.
+        if let renewalInfo = notification.renewalInfo,
+            FreshestFacts.isNewer(
+                renewalSignedAt: renewalInfo.signedDate, than: state.renewalInfo.map { $0.signedDate ?? .min })
+        {
+            state.renewalInfo = renewalInfo
+            effects.renewalInfoKept = true
+        }
+        if effects.transactionKept || effects.renewalInfoKept {
+            state.updatedAt = notification.receivedAt
+            states[key] = state
+        }
+        return .recorded(effects)
     }
 }

@@ -216,8 +216,11 @@ public final class SQLiteLedger: Ledger {
             let erased = try connection.transaction { () throws(LedgerError) -> Int in
                 let signatures = try connection.scalar(Query.countCustomerSignatures, [.text(customerKey)])
                 let redemptions = try connection.scalar(Query.countCustomerRedemptions, [.text(customerKey)])
-                for statement in Query.forget { try connection.run(statement, [.text(customerKey)]) }
-                return Int(signatures + redemptions)
+                let notified = try connection.scalar(NotificationQuery.countCustomerRecords, [.text(customerKey)])
+                for statement in Query.forget + NotificationQuery.forget {
+                    try connection.run(statement, [.text(customerKey)])
+                }
+                return Int(signatures + redemptions + notified)
             }
             // The WAL still holds the pages as they were before: copied into the file and emptied, so the key
             // is gone from both. Best effort: a reader in the middle of a transaction can keep the WAL a moment.
@@ -321,15 +324,25 @@ public final class SQLiteLedger: Ledger {
         guard transaction.transition(from: run) != nil else { return .unchanged }
         return try connection.withLock { (connection: inout Connection) throws(LedgerError) -> RedemptionOutcome in
             try connection.transaction { () throws(LedgerError) -> RedemptionOutcome in
-                guard let (next, redeemed) = transaction.transition(from: try Self.run(connection, subscription))
-                else { return .unchanged }
-                try connection.run(
-                    Query.saveRun,
-                    subscription + [next.offerId.map(Connection.Value.text) ?? .null, .integer(next.purchaseDate)])
-                guard redeemed, let offerId = next.offerId else { return .runEnded }
-                return try Self.redeem(connection, transaction, offerId: offerId)
+                try Self.observe(connection, transaction)
             }
         }
+    }
+
+    /// The redemption logic, in the transaction the caller holds: `observe` and `recordNotification` share it.
+    private static func observe(
+        _ connection: Connection, _ transaction: ObservedTransaction
+    ) throws(LedgerError) -> RedemptionOutcome {
+        let subscription: [Connection.Value] = [
+            .text(transaction.namespace.storedApp(transaction.bundleId)), .text(transaction.originalTransactionId),
+        ]
+        guard let (next, redeemed) = transaction.transition(from: try run(connection, subscription))
+        else { return .unchanged }
+        try connection.run(
+            Query.saveRun,
+            subscription + [next.offerId.map(Connection.Value.text) ?? .null, .integer(next.purchaseDate)])
+        guard redeemed, let offerId = next.offerId else { return .runEnded }
+        return try redeem(connection, transaction, offerId: offerId)
     }
 
     /// The run recorded for a subscription (`[app, originalTransactionId]`).
@@ -649,5 +662,200 @@ extension SQLiteLedger {
         static let dailyTotals = """
             SELECT bundle_id, offer_id, day, issued, redeemed FROM offer_daily_totals ORDER BY bundle_id, offer_id, day
             """
+    }
+}
+
+// MARK: - Notifications and server-known state
+
+extension SQLiteLedger {
+    /// Notifications are recorded one at a time, off the caller's thread, each in a short transaction of its own on
+    /// the writer connection (they are few; signatures keep their group commits).
+    private static let notificationWriter = DispatchQueue(label: "offer-signer.ledger.sqlite-notifications")
+
+    public func recordNotification(
+        _ notification: ReceivedNotification,
+        completion: @escaping @Sendable (Result<NotificationOutcome, LedgerError>) -> Void
+    ) {
+        Self.notificationWriter.async { [self] in
+            let result = Result { () throws(LedgerError) -> NotificationOutcome in
+                try connection.withLock { (connection: inout Connection) throws(LedgerError) -> NotificationOutcome in
+                    try connection.transaction { () throws(LedgerError) -> NotificationOutcome in
+                        try Self.record(connection, notification)
+                    }
+                }
+            }
+            completion(result)
+        }
+    }
+
+    /// Everything a notification teaches, in the caller's transaction.
+    private static func record(
+        _ connection: Connection, _ notification: ReceivedNotification
+    ) throws(LedgerError) -> NotificationOutcome {
+        let app = notification.storedApp
+        try connection.run(
+            NotificationQuery.insert,
+            [
+                .text(notification.notificationUUID), .text(app), .text(notification.notificationType),
+                notification.subtype.map(Connection.Value.text) ?? .null, .integer(notification.signedDate),
+                .integer(notification.receivedAt),
+                notification.originalTransactionId.map(Connection.Value.text) ?? .null,
+            ])
+        guard connection.changes == 1 else { return .duplicate }
+        var effects = NotificationEffects()
+        if let observed = notification.observed { effects.redemption = try observe(connection, observed) }
+        if let revocation = notification.revocation {
+            let recorded = try connection.rows(
+                NotificationQuery.selectRevocation, [.text(app), .text(revocation.transactionId)], columns: 1)
+            if let row = recorded.first, revocation.applies(after: row[0].flatMap { Int64($0) }) {
+                try connection.run(
+                    NotificationQuery.revoke,
+                    [
+                        revocation.revokedAt.map(Connection.Value.integer) ?? .null, .integer(revocation.signedDate),
+                        .text(app), .text(revocation.transactionId),
+                    ])
+                effects.revocationChanged = true
+            }
+        }
+        guard let original = notification.originalTransactionId else { return .recorded(effects) }
+        let subscription: [Connection.Value] = [.text(app), .text(original)]
+        let stored = try connection.rows(NotificationQuery.selectStateOrder, subscription, columns: 6).first
+        if let transaction = notification.transaction {
+            let current = stored?[0].map { transactionId in
+                FreshestFacts.TransactionOrder(
+                    transactionId: transactionId, expiresDate: stored?[1].flatMap { Int64($0) },
+                    purchaseDate: stored?[2].flatMap { Int64($0) }, signedDate: stored?[3].flatMap { Int64($0) })
+            }
+            if current.map({ FreshestFacts.isNewer(transaction.order, than: $0) }) ?? true {
+                let order = transaction.order
+                try connection.run(
+                    NotificationQuery.keepTransaction,
+                    subscription + [
+                        .text(transaction.signedTransaction), .text(order.transactionId),
+                        order.expiresDate.map(Connection.Value.integer) ?? .null,
+                        order.purchaseDate.map(Connection.Value.integer) ?? .null,
+                        order.signedDate.map(Connection.Value.integer) ?? .null, .integer(notification.receivedAt),
+                    ])
+                effects.transactionKept = true
+            }
+        }
+        if let renewalInfo = notification.renewalInfo {
+            // Renewal info kept without a signedDate orders before any other.
+            let current = stored?[5] == "1" ? stored?[4].flatMap { Int64($0) } ?? .min : nil
+            if FreshestFacts.isNewer(renewalSignedAt: renewalInfo.signedDate, than: current) {
+                try connection.run(
+                    NotificationQuery.keepRenewalInfo,
+                    subscription + [
+                        .text(renewalInfo.signedRenewalInfo),
+                        renewalInfo.signedDate.map(Connection.Value.integer) ?? .null,
+                        .integer(notification.receivedAt),
+                    ])
+                effects.renewalInfoKept = true
+            }
+        }
+        return .recorded(effects)
+    }
+
+    public func notification(uuid: String) throws(LedgerError) -> RecordedNotification? {
+        try read { (connection) throws(LedgerError) -> RecordedNotification? in
+            guard let row = try connection.rows(NotificationQuery.selectNotification, [.text(uuid)], columns: 7).first
+            else { return nil }
+            let app = LedgerNamespace.parse(storedApp: row[1] ?? "")
+            return RecordedNotification(
+                notificationUUID: row[0] ?? "", bundleId: app.bundleId, namespace: app.namespace,
+                notificationType: row[2] ?? "", subtype: row[3], signedDate: Int64(row[4] ?? "") ?? 0,
+                receivedAt: Int64(row[5] ?? "") ?? 0, originalTransactionId: row[6])
+        }
+    }
+
+    public func redemptions(customerKey: String) throws(LedgerError) -> [RecordedRedemption] {
+        try read { (connection) throws(LedgerError) -> [RecordedRedemption] in
+            try connection.rows(NotificationQuery.customerRedemptions, [.text(customerKey)], columns: 8).map { row in
+                let app = LedgerNamespace.parse(storedApp: row[0] ?? "")
+                return RecordedRedemption(
+                    bundleId: app.bundleId, namespace: app.namespace, offerId: row[1] ?? "", customerKey: customerKey,
+                    transactionId: row[2] ?? "", redeemedAt: Int64(row[3] ?? "") ?? 0,
+                    offerType: row[4].flatMap { Int($0) }, nonce: row[5], revokedAt: row[6].flatMap { Int64($0) })
+            }
+        }
+    }
+
+    public func state(
+        bundleId: String, namespace: LedgerNamespace, originalTransactionId: String
+    ) throws(LedgerError) -> ServerKnownState? {
+        try read { (connection) throws(LedgerError) -> ServerKnownState? in
+            guard
+                let row = try connection.rows(
+                    NotificationQuery.selectState,
+                    [.text(namespace.storedApp(bundleId)), .text(originalTransactionId)], columns: 3
+                ).first
+            else { return nil }
+            return ServerKnownState(
+                signedTransaction: row[0], signedRenewalInfo: row[1], updatedAt: Int64(row[2] ?? "") ?? 0)
+        }
+    }
+
+    /// The statements of notifications and server-known state.
+    enum NotificationQuery {
+        /// A notification seen before changes nothing (its UUID is the primary key).
+        static let insert = """
+            INSERT INTO notifications
+                (notification_uuid, bundle_id, notification_type, subtype, signed_ms, received_ms,
+                 original_transaction_id)
+            VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)
+            ON CONFLICT (notification_uuid) DO NOTHING
+            """
+        static let selectNotification = """
+            SELECT notification_uuid, bundle_id, notification_type, subtype, signed_ms, received_ms,
+                original_transaction_id
+            FROM notifications WHERE notification_uuid = ?1
+            """
+        /// The transaction's redemption (unique by transaction ID), and when its revocation last changed.
+        static let selectRevocation =
+            "SELECT revocation_signed_ms FROM redemptions WHERE bundle_id = ?1 AND transaction_id = ?2"
+        static let revoke = """
+            UPDATE redemptions SET revoked_at_ms = ?1, revocation_signed_ms = ?2
+            WHERE bundle_id = ?3 AND transaction_id = ?4
+            """
+        /// By primary key: what orders the kept transaction, and whether renewal info is kept and when it was signed.
+        static let selectStateOrder = """
+            SELECT transaction_id, expires_ms, purchase_ms, transaction_signed_ms, renewal_signed_ms,
+                renewal_jws IS NOT NULL
+            FROM subscription_states WHERE bundle_id = ?1 AND original_transaction_id = ?2
+            """
+        static let selectState = """
+            SELECT transaction_jws, renewal_jws, updated_ms FROM subscription_states
+            WHERE bundle_id = ?1 AND original_transaction_id = ?2
+            """
+        static let keepTransaction = """
+            INSERT INTO subscription_states
+                (bundle_id, original_transaction_id, transaction_jws, transaction_id, expires_ms, purchase_ms,
+                 transaction_signed_ms, updated_ms)
+            VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)
+            ON CONFLICT (bundle_id, original_transaction_id) DO UPDATE
+            SET transaction_jws = excluded.transaction_jws, transaction_id = excluded.transaction_id,
+                expires_ms = excluded.expires_ms, purchase_ms = excluded.purchase_ms,
+                transaction_signed_ms = excluded.transaction_signed_ms, updated_ms = excluded.updated_ms
+            """
+        static let keepRenewalInfo = """
+            INSERT INTO subscription_states (bundle_id, original_transaction_id, renewal_jws, renewal_signed_ms, updated_ms)
+            VALUES (?1, ?2, ?3, ?4, ?5)
+            ON CONFLICT (bundle_id, original_transaction_id) DO UPDATE
+            SET renewal_jws = excluded.renewal_jws, renewal_signed_ms = excluded.renewal_signed_ms,
+                updated_ms = excluded.updated_ms
+            """
+        static let customerRedemptions = """
+            SELECT bundle_id, offer_id, transaction_id, redeemed_at_ms, offer_type, nonce, revoked_at_ms
+            FROM redemptions WHERE customer_key = ?1 ORDER BY redeemed_at_ms, id
+            """
+        static let countCustomerRecords = """
+            SELECT (SELECT count(*) FROM subscription_states WHERE original_transaction_id = ?1)
+                + (SELECT count(*) FROM notifications WHERE original_transaction_id = ?1)
+            """
+        /// The customer's server-known state goes; the notifications about them keep their UUID, not the key.
+        static let forget = [
+            "DELETE FROM subscription_states WHERE original_transaction_id = ?1",
+            "UPDATE notifications SET original_transaction_id = NULL WHERE original_transaction_id = ?1",
+        ]
     }
 }

@@ -75,8 +75,9 @@ enum Help {
         trust roots), opens the storage as the service would (creating and migrating a SQLite ledger), and
         prints a summary: settings, apps, keys by ID, and each offer with its window and rule. Warns about
         offers whose window has ended or not begun (at --at, default now) and rules that can never pass
-        under the trust settings, and about apps that accept Xcode data. Every mistake is printed with its
-        JSON path; exit status 1 if any.
+        under the trust settings, about apps that accept Xcode data, and about apps without "appAppleId"
+        while Production data is trusted (their Production notifications from Apple would be refused).
+        Every mistake is printed with its JSON path; exit status 1 if any.
         """
 
     static let keysGenerate = """
@@ -163,6 +164,9 @@ enum Help {
         Usage:
           offer-signer testkit ca --out DIR [--valid-from ISO8601] [--valid-until ISO8601]
           offer-signer testkit sign transaction|renewal-info|app-transaction --ca DIR --payload FILE|- [--xcode]
+          offer-signer testkit sign notification --ca DIR --type TYPE [--subtype S] [--environment E]
+              [--app-apple-id N] [--bundle-id B] [--uuid U] [--transaction FILE] [--renewal-info FILE]
+          offer-signer testkit sign notification --ca DIR --payload FILE|-
 
         `ca` writes a test root (root.cer, DER), an intermediate and a leaf carrying Apple's marker
         extensions, and the leaf's key, to DIR. Trust root.cer in a test configuration.
@@ -173,5 +177,13 @@ enum Help {
         minutes, seconds) or an ISO 8601 date-time. Unknown field names for the kind (with the closest real
         name), other text in a date field and values the service would reject are warned about on standard
         error; the JWS is still printed, with such values as written.
+        `sign notification` prints an App Store Server Notification V2 `signedPayload`, as Apple's server posts
+        it to POST /v1/apple/notifications/{bundleId}: notificationType TYPE (any text, unknown ones too),
+        subtype S, data.environment E (default: the transaction's, else Sandbox), data.appAppleId N (Apple
+        sends it in Production only), data.bundleId B (default: the transaction's), notificationUUID U
+        (default: a new UUID; send the same one twice to test a retry), and the transaction and renewal info
+        payloads in FILE (templates as above, bundleId and environment filled in from the notification when
+        missing) signed inside it by the same chain. --payload signs a whole decoded notification as written
+        (its nested signedTransactionInfo and signedRenewalInfo already JWS).
         """
 }

@@ -166,7 +166,7 @@ struct CommandLineTests {
             "storage": storage, "trust": ["rootCertificates": ["root.cer"], "environments": environments],
             "apps": [
                 [
-                    "bundleId": Deployment.bundleId, "issuerId": Deployment.issuerId,
+                    "bundleId": Deployment.bundleId, "issuerId": Deployment.issuerId, "appAppleId": 1_234_567_890,
                     "keys": [["keyId": deployment.keyId, "privateKeyFile": deployment.keyPath]],
                     "offers": offers,
                 ]

@@ -67,11 +67,18 @@ public final class Metrics: Sendable {
             help: "A limited offer's redemptions since its last ledger reset (Production).", type: "counter",
             index: 15)
 
+        public static let notifications = Family(
+            name: "offer_signer_notifications_total",
+            help:
+                "Notifications from Apple by app, type (unknown for a type not known here, none when it did not "
+                + "verify) and result (recorded, duplicate, ignored, not_stored, or why it was refused).",
+            type: "counter", index: 16)
+
         /// The order families are rendered in.
         static let all: [Family] = [
             .build, .configuration, .reloads, .requests, .decisions, .notEligible, .limitsReached, .signatures,
             .signedDataRejected, .ledgerCommits, .ledgerRecords, .ledgerCommitMicroseconds, .ledgerLargestGroup,
-            .offerBudgetRemaining, .offerReservations, .offerRedemptions,
+            .offerBudgetRemaining, .offerReservations, .offerRedemptions, .notifications,
         ]
     }
 

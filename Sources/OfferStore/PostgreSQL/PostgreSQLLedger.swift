@@ -175,7 +175,11 @@ public final class PostgreSQLLedger: Ledger {
             let signatures = try connection.execute(Statement.forgetSignatures, [customerKey])
             let redemptions = try connection.execute(Statement.forgetRedemptions, [customerKey])
             for statement in Statement.forgetTheRest { try connection.execute(statement, [customerKey]) }
-            return Int(signatures + redemptions)
+            var notified: Int64 = 0
+            for statement in NotificationStatement.forget {
+                notified += try connection.execute(statement, [customerKey])
+            }
+            return Int(signatures + redemptions + notified)
         }
     }
 
@@ -235,32 +239,47 @@ public final class PostgreSQLLedger: Ledger {
         let run = try pool.withConnection { (connection) throws(LedgerError) in try Self.run(connection, subscription) }
         guard transaction.transition(from: run) != nil else { return .unchanged }
         return try pool.transaction { (connection) throws(LedgerError) -> RedemptionOutcome in
-            // The locks a group commit takes for the same offer and customer, in the same order.
-            let locks = Self.locks(
-                (transaction.offerId.map { [Self.lock(.offer, subscription[0], $0)] } ?? [])
-                    + [Self.lock(.customer, subscription[0], transaction.originalTransactionId)])
+            let locks = Self.locks(Self.observationLocks(transaction))
             try connection.execute(Statement.lock, [locks.classes, locks.keys])
-            guard let (next, redeemed) = transaction.transition(from: try Self.run(connection, subscription))
-            else { return .unchanged }
-            try connection.execute(Statement.saveRun, subscription + [next.offerId, String(next.purchaseDate)])
-            guard redeemed, let offerId = next.offerId else { return .runEnded }
-            let app = subscription[0]
-            let inserted = try connection.execute(
-                Statement.insertRedemption,
-                [
-                    app, offerId, transaction.originalTransactionId, transaction.transactionId,
-                    String(transaction.purchaseDate), String(transaction.offerType ?? 0),
-                ])
-            // The same transaction seen again (its run since ended and began anew): nothing new.
-            guard inserted == 1 else { return .unchanged }
-            let nonce = try connection.rows(
-                Statement.redeemSignature,
-                [app, offerId, transaction.originalTransactionId, String(transaction.purchaseDate)]
-            ).first?[0]
-            if let nonce { try connection.execute(Statement.linkRedemption, [nonce, transaction.transactionId]) }
-            try connection.execute(Statement.addRedemptionToTotal, [app, offerId])
-            return .redeemed(nonce: nonce)
+            return try Self.observe(connection, transaction)
         }
+    }
+
+    /// The locks a group commit takes for the same offer and customer as `transaction`: what observing it takes.
+    private static func observationLocks(_ transaction: ObservedTransaction) -> [[Int32]] {
+        let app = transaction.namespace.storedApp(transaction.bundleId)
+        return (transaction.offerId.map { [lock(.offer, app, $0)] } ?? [])
+            + [lock(.customer, app, transaction.originalTransactionId)]
+    }
+
+    /// The redemption logic, in the transaction the caller holds with `observationLocks` taken: `observe` and
+    /// `recordNotification` share it.
+    private static func observe(
+        _ connection: PostgreSQLConnection, _ transaction: ObservedTransaction
+    ) throws(LedgerError) -> RedemptionOutcome {
+        let subscription = [
+            transaction.namespace.storedApp(transaction.bundleId), transaction.originalTransactionId,
+        ]
+        guard let (next, redeemed) = transaction.transition(from: try Self.run(connection, subscription))
+        else { return .unchanged }
+        try connection.execute(Statement.saveRun, subscription + [next.offerId, String(next.purchaseDate)])
+        guard redeemed, let offerId = next.offerId else { return .runEnded }
+        let app = subscription[0]
+        let inserted = try connection.execute(
+            Statement.insertRedemption,
+            [
+                app, offerId, transaction.originalTransactionId, transaction.transactionId,
+                String(transaction.purchaseDate), String(transaction.offerType ?? 0),
+            ])
+        // The same transaction seen again (its run since ended and began anew): nothing new.
+        guard inserted == 1 else { return .unchanged }
+        let nonce = try connection.rows(
+            Statement.redeemSignature,
+            [app, offerId, transaction.originalTransactionId, String(transaction.purchaseDate)]
+        ).first?[0]
+        if let nonce { try connection.execute(Statement.linkRedemption, [nonce, transaction.transactionId]) }
+        try connection.execute(Statement.addRedemptionToTotal, [app, offerId])
+        return .redeemed(nonce: nonce)
     }
 
     /// The run recorded for a subscription (`[app, originalTransactionId]`).
@@ -453,6 +472,44 @@ public final class PostgreSQLLedger: Ledger {
                     issued BIGINT NOT NULL,
                     redeemed BIGINT NOT NULL,
                     PRIMARY KEY (bundle_id, offer_id, day)
+                )
+                """,
+            ]),
+        // 4: the SQLite ledger's version 8: Apple's notifications by UUID, refunds and revocations on redemptions,
+        // and each subscription's server-known state.
+        PostgreSQLMigrator.Migration(
+            version: 4,
+            [
+                "ALTER TABLE redemptions ADD COLUMN revoked_at_ms BIGINT",
+                "ALTER TABLE redemptions ADD COLUMN revocation_signed_ms BIGINT",
+                """
+                CREATE TABLE notifications (
+                    notification_uuid TEXT NOT NULL PRIMARY KEY,
+                    bundle_id TEXT NOT NULL,
+                    notification_type TEXT NOT NULL,
+                    subtype TEXT,
+                    signed_ms BIGINT NOT NULL,
+                    received_ms BIGINT NOT NULL,
+                    original_transaction_id TEXT
+                )
+                """,
+                """
+                CREATE INDEX notifications_by_customer ON notifications (original_transaction_id)
+                WHERE original_transaction_id IS NOT NULL
+                """,
+                """
+                CREATE TABLE subscription_states (
+                    bundle_id TEXT NOT NULL,
+                    original_transaction_id TEXT NOT NULL,
+                    transaction_jws TEXT,
+                    transaction_id TEXT,
+                    expires_ms BIGINT,
+                    purchase_ms BIGINT,
+                    transaction_signed_ms BIGINT,
+                    renewal_jws TEXT,
+                    renewal_signed_ms BIGINT,
+                    updated_ms BIGINT NOT NULL,
+                    PRIMARY KEY (bundle_id, original_transaction_id)
                 )
                 """,
             ]),
@@ -812,5 +869,216 @@ extension PostgreSQLLedger {
             SELECT bundle_id, offer_id, day, issued, redeemed FROM offer_daily_totals
             ORDER BY bundle_id COLLATE "C", offer_id COLLATE "C", day
             """)
+    }
+}
+
+// MARK: - Notifications and server-known state
+
+extension PostgreSQLLedger {
+    /// Notifications are recorded off the caller's thread, each in a transaction of its own on a connection of
+    /// the pool; several may run at once (the pool bounds them), across replicas too: the locks and the unique
+    /// notification UUID keep each one's effects to exactly one.
+    public func recordNotification(
+        _ notification: ReceivedNotification,
+        completion: @escaping @Sendable (Result<NotificationOutcome, LedgerError>) -> Void
+    ) {
+        DispatchQueue.global().async { [self] in
+            let result = Result { () throws(LedgerError) -> NotificationOutcome in
+                try pool.transaction { (connection) throws(LedgerError) -> NotificationOutcome in
+                    try Self.record(connection, notification)
+                }
+            }
+            completion(result)
+        }
+    }
+
+    /// Everything a notification teaches, in the caller's transaction: first the locks `observe` takes (and the
+    /// customer's, for the state), so the redemption logic and the state's order hold across replicas; then the
+    /// UUID, which a concurrent transaction recording the same notification waits on and then finds.
+    private static func record(
+        _ connection: PostgreSQLConnection, _ notification: ReceivedNotification
+    ) throws(LedgerError) -> NotificationOutcome {
+        let app = notification.storedApp
+        var pairs = notification.observed.map(observationLocks) ?? []
+        if let original = notification.originalTransactionId { pairs.append(lock(.customer, app, original)) }
+        if !pairs.isEmpty {
+            let taken = Self.locks(pairs)
+            try connection.execute(Statement.lock, [taken.classes, taken.keys])
+        }
+        let inserted = try connection.execute(
+            NotificationStatement.insert,
+            [
+                notification.notificationUUID, app, notification.notificationType, notification.subtype,
+                String(notification.signedDate), String(notification.receivedAt), notification.originalTransactionId,
+            ])
+        guard inserted == 1 else { return .duplicate }
+        var effects = NotificationEffects()
+        if let observed = notification.observed { effects.redemption = try observe(connection, observed) }
+        if let revocation = notification.revocation,
+            let row = try connection.rows(NotificationStatement.selectRevocation, [app, revocation.transactionId])
+                .first,
+            revocation.applies(after: row[0].flatMap { Int64($0) })
+        {
+            try connection.execute(
+                NotificationStatement.revoke,
+                [
+                    revocation.revokedAt.map { String($0) }, String(revocation.signedDate), app,
+                    revocation.transactionId,
+                ])
+            effects.revocationChanged = true
+        }
+        guard let original = notification.originalTransactionId else { return .recorded(effects) }
+        let subscription = [app, original]
+        let stored = try connection.rows(NotificationStatement.selectStateOrder, subscription).first
+        if let transaction = notification.transaction {
+            let current = stored?[0].map { transactionId in
+                FreshestFacts.TransactionOrder(
+                    transactionId: transactionId, expiresDate: stored?[1].flatMap { Int64($0) },
+                    purchaseDate: stored?[2].flatMap { Int64($0) }, signedDate: stored?[3].flatMap { Int64($0) })
+            }
+            if current.map({ FreshestFacts.isNewer(transaction.order, than: $0) }) ?? true {
+                let order = transaction.order
+                try connection.execute(
+                    NotificationStatement.keepTransaction,
+                    subscription + [
+                        transaction.signedTransaction, order.transactionId, order.expiresDate.map { String($0) },
+                        order.purchaseDate.map { String($0) }, order.signedDate.map { String($0) },
+                        String(notification.receivedAt),
+                    ])
+                effects.transactionKept = true
+            }
+        }
+        if let renewalInfo = notification.renewalInfo {
+            // Renewal info kept without a signedDate orders before any other.
+            let current = stored?[5] == "t" ? stored?[4].flatMap { Int64($0) } ?? .min : nil
+            if FreshestFacts.isNewer(renewalSignedAt: renewalInfo.signedDate, than: current) {
+                try connection.execute(
+                    NotificationStatement.keepRenewalInfo,
+                    subscription + [
+                        renewalInfo.signedRenewalInfo, renewalInfo.signedDate.map { String($0) },
+                        String(notification.receivedAt),
+                    ])
+                effects.renewalInfoKept = true
+            }
+        }
+        return .recorded(effects)
+    }
+
+    public func notification(uuid: String) throws(LedgerError) -> RecordedNotification? {
+        try pool.withConnection { (connection) throws(LedgerError) -> RecordedNotification? in
+            guard let row = try connection.rows(NotificationStatement.selectNotification, [uuid]).first else {
+                return nil
+            }
+            let app = LedgerNamespace.parse(storedApp: row[1] ?? "")
+            return RecordedNotification(
+                notificationUUID: row[0] ?? "", bundleId: app.bundleId, namespace: app.namespace,
+                notificationType: row[2] ?? "", subtype: row[3], signedDate: Int64(row[4] ?? "") ?? 0,
+                receivedAt: Int64(row[5] ?? "") ?? 0, originalTransactionId: row[6])
+        }
+    }
+
+    public func redemptions(customerKey: String) throws(LedgerError) -> [RecordedRedemption] {
+        try pool.withConnection { (connection) throws(LedgerError) -> [RecordedRedemption] in
+            try connection.rows(NotificationStatement.customerRedemptions, [customerKey]).map { row in
+                let app = LedgerNamespace.parse(storedApp: row[0] ?? "")
+                return RecordedRedemption(
+                    bundleId: app.bundleId, namespace: app.namespace, offerId: row[1] ?? "", customerKey: customerKey,
+                    transactionId: row[2] ?? "", redeemedAt: Int64(row[3] ?? "") ?? 0,
+                    offerType: row[4].flatMap { Int($0) }, nonce: row[5], revokedAt: row[6].flatMap { Int64($0) })
+            }
+        }
+    }
+
+    public func state(
+        bundleId: String, namespace: LedgerNamespace, originalTransactionId: String
+    ) throws(LedgerError) -> ServerKnownState? {
+        try pool.withConnection { (connection) throws(LedgerError) -> ServerKnownState? in
+            guard
+                let row = try connection.rows(
+                    NotificationStatement.selectState, [namespace.storedApp(bundleId), originalTransactionId]
+                ).first
+            else { return nil }
+            return ServerKnownState(
+                signedTransaction: row[0], signedRenewalInfo: row[1], updatedAt: Int64(row[2] ?? "") ?? 0)
+        }
+    }
+
+    /// The statements of notifications and server-known state, prepared once per connection.
+    enum NotificationStatement {
+        /// A notification seen before changes nothing (its UUID is the primary key); a concurrent insert of the same
+        /// UUID waits for this one's transaction and then inserts nothing.
+        static let insert = PostgreSQLStatement(
+            "ledger_insert_notification",
+            """
+            INSERT INTO notifications
+                (notification_uuid, bundle_id, notification_type, subtype, signed_ms, received_ms,
+                 original_transaction_id)
+            VALUES ($1, $2, $3, $4, $5::bigint, $6::bigint, $7)
+            ON CONFLICT (notification_uuid) DO NOTHING
+            """)
+        static let selectNotification = PostgreSQLStatement(
+            "ledger_select_notification",
+            """
+            SELECT notification_uuid, bundle_id, notification_type, subtype, signed_ms, received_ms,
+                original_transaction_id
+            FROM notifications WHERE notification_uuid = $1
+            """)
+        static let selectRevocation = PostgreSQLStatement(
+            "ledger_select_revocation",
+            "SELECT revocation_signed_ms FROM redemptions WHERE bundle_id = $1 AND transaction_id = $2")
+        static let revoke = PostgreSQLStatement(
+            "ledger_revoke_redemption",
+            """
+            UPDATE redemptions SET revoked_at_ms = $1::bigint, revocation_signed_ms = $2::bigint
+            WHERE bundle_id = $3 AND transaction_id = $4
+            """)
+        static let selectStateOrder = PostgreSQLStatement(
+            "ledger_select_state_order",
+            """
+            SELECT transaction_id, expires_ms, purchase_ms, transaction_signed_ms, renewal_signed_ms,
+                renewal_jws IS NOT NULL
+            FROM subscription_states WHERE bundle_id = $1 AND original_transaction_id = $2
+            """)
+        static let selectState = PostgreSQLStatement(
+            "ledger_select_state",
+            """
+            SELECT transaction_jws, renewal_jws, updated_ms FROM subscription_states
+            WHERE bundle_id = $1 AND original_transaction_id = $2
+            """)
+        static let keepTransaction = PostgreSQLStatement(
+            "ledger_keep_state_transaction",
+            """
+            INSERT INTO subscription_states
+                (bundle_id, original_transaction_id, transaction_jws, transaction_id, expires_ms, purchase_ms,
+                 transaction_signed_ms, updated_ms)
+            VALUES ($1, $2, $3, $4, $5::bigint, $6::bigint, $7::bigint, $8::bigint)
+            ON CONFLICT (bundle_id, original_transaction_id) DO UPDATE
+            SET transaction_jws = excluded.transaction_jws, transaction_id = excluded.transaction_id,
+                expires_ms = excluded.expires_ms, purchase_ms = excluded.purchase_ms,
+                transaction_signed_ms = excluded.transaction_signed_ms, updated_ms = excluded.updated_ms
+            """)
+        static let keepRenewalInfo = PostgreSQLStatement(
+            "ledger_keep_state_renewal_info",
+            """
+            INSERT INTO subscription_states (bundle_id, original_transaction_id, renewal_jws, renewal_signed_ms, updated_ms)
+            VALUES ($1, $2, $3, $4::bigint, $5::bigint)
+            ON CONFLICT (bundle_id, original_transaction_id) DO UPDATE
+            SET renewal_jws = excluded.renewal_jws, renewal_signed_ms = excluded.renewal_signed_ms,
+                updated_ms = excluded.updated_ms
+            """)
+        static let customerRedemptions = PostgreSQLStatement(
+            "ledger_customer_redemptions",
+            """
+            SELECT bundle_id, offer_id, transaction_id, redeemed_at_ms, offer_type, nonce, revoked_at_ms
+            FROM redemptions WHERE customer_key = $1 ORDER BY redeemed_at_ms, id
+            """)
+        /// The customer's server-known state goes; the notifications about them keep their UUID, not the key.
+        static let forget = [
+            PostgreSQLStatement(
+                "ledger_forget_states", "DELETE FROM subscription_states WHERE original_transaction_id = $1"),
+            PostgreSQLStatement(
+                "ledger_forget_notifications",
+                "UPDATE notifications SET original_transaction_id = NULL WHERE original_transaction_id = $1"),
+        ]
     }
 }

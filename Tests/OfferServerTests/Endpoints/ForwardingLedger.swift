@@ -45,6 +45,19 @@ class ForwardingLedger: Ledger, @unchecked Sendable {
     func observe(_ transaction: ObservedTransaction) throws(LedgerError) -> RedemptionOutcome {
         try memory.observe(transaction)
     }
+    func recordNotification(
+        _ notification: ReceivedNotification,
+        completion: @escaping @Sendable (Result<NotificationOutcome, LedgerError>) -> Void
+    ) { memory.recordNotification(notification, completion: completion) }
+    func notification(uuid: String) throws(LedgerError) -> RecordedNotification? { try memory.notification(uuid: uuid) }
+    func redemptions(customerKey: String) throws(LedgerError) -> [RecordedRedemption] {
+        try memory.redemptions(customerKey: customerKey)
+    }
+    func state(
+        bundleId: String, namespace: LedgerNamespace, originalTransactionId: String
+    ) throws(LedgerError) -> ServerKnownState? {
+        try memory.state(bundleId: bundleId, namespace: namespace, originalTransactionId: originalTransactionId)
+    }
     func checkReadiness() throws(LedgerError) { try memory.checkReadiness() }
     var backendName: String { memory.backendName }
     var commitStatistics: CommitStatistics? { memory.commitStatistics }
