@@ -10,7 +10,8 @@ enum TestKitCommand {
         switch kind {
         case "ca": return try makeAuthority(arguments)
         case "sign": return try sign(arguments)
-        default: throw UsageError("unknown testkit command '\(kind)': ca or sign")
+        case "apple-api": return try TestKitAppleAPICommand.run(arguments)
+        default: throw UsageError("unknown testkit command '\(kind)': ca, sign or apple-api")
         }
     }
 
@@ -72,17 +73,13 @@ enum TestKitCommand {
             throw CommandError("\(payloadPath): \(error.message)")
         }
         for warning in template.warnings { Console.err("offer-signer: warning: \(payloadPath): \(warning)") }
-        let xcode = options.flags.contains("xcode")
-        let certificates = try (xcode ? ["xcode.cer"] : ["leaf.cer", "intermediate.cer", "root.cer"]).map {
-            (name: String) throws -> [UInt8] in
-            guard let der = FileBytes.read("\(directory)/\(name)") else {
-                throw CommandError(
-                    "\(directory)/\(name): cannot read; run `offer-signer testkit ca --out \(directory)`")
-            }
-            return der
+        let authority: TestAuthorityFolder
+        do {
+            authority = try TestAuthorityFolder(directory: directory, xcode: options.flags.contains("xcode"))
+        } catch {
+            throw CommandError(error.message)
         }
-        let key = try PrivateKeyFile.load(path: "\(directory)/\(xcode ? "xcode.p8" : "leaf.p8")")
-        Console.out(try SignedDataFactory.sign(template.payload, certificates: certificates, key: key))
+        Console.out(try authority.sign(template.payload))
         return 0
     }
 
