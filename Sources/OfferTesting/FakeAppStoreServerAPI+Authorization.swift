@@ -22,8 +22,10 @@ extension FakeAppStoreServerAPI {
     }
 
     /// Why `token` is not an App Store Server API JWT for `bundleId` at `now` (Unix milliseconds), or `nil`
-    /// (APPLE-S2S.md section 3.2). `issuerId`, `keyId` and `publicKey` are checked when given. Never quotes the
-    /// token.
+    /// (APPLE-S2S.md section 3.2): `alg` ES256, `typ` JWT, a `kid`, `aud` appstoreconnect-v1, `bid`, an issuer
+    /// ID in `iss`, `exp` ahead and at most an hour after `iat` (or after now, for a token without `iat`, which
+    /// Apple accepts: its Python library writes none). `issuerId`, `keyId` and `publicKey` are checked when
+    /// given. Never quotes the token.
     public static func refusal(
         of token: String, bundleId: String, issuerId: String?, keyId: String?, publicKey: VerifyingKey?, now: Int64
     ) -> String? {
@@ -45,14 +47,21 @@ extension FakeAppStoreServerAPI {
         guard claims["bid"]?.stringValue == bundleId else { return "bid is not \(bundleId)" }
         guard let iss = claims["iss"]?.stringValue, UUIDText.isValid(iss) else { return "iss is not an issuer ID" }
         if let issuerId, iss != issuerId { return "iss is not \(issuerId)" }
-        guard case .int(let issuedAt)? = claims["iat"] else { return "iat is missing or not an integer" }
         guard case .int(let expires)? = claims["exp"] else { return "exp is missing or not an integer" }
         let seconds = now / 1000
-        guard issuedAt <= seconds + 60 else { return "iat is in the future" }
-        guard expires > seconds else { return "the token expired" }
-        guard expires > issuedAt, expires - issuedAt <= 3600 else {
-            return "exp must be after iat and at most 60 minutes after it"
+        switch claims["iat"] {
+        case nil:
+            // Apple accepts tokens without iat: its Python library writes none.
+            guard expires - seconds <= 3600 else { return "exp is more than 60 minutes away" }
+        case .int(let issuedAt)?:
+            guard issuedAt <= seconds + 60 else { return "iat is in the future" }
+            guard expires > issuedAt, expires - issuedAt <= 3600 else {
+                return "exp must be after iat and at most 60 minutes after it"
+            }
+        default:
+            return "iat is not an integer"
         }
+        guard expires > seconds else { return "the token expired" }
         if let publicKey, !publicKey.isValidSignature(raw: parts.signature, for: parts.signingInput) {
             return "the signature does not verify with the public key"
         }

@@ -18,7 +18,8 @@ import Synchronization
 /// Production is served at `/inApps/...`, Sandbox at `/sandbox/inApps/...`: point an app's
 /// `appStoreServerAPI.baseURL` at the fake and both environments are here. Every call must carry a bearer JWT
 /// as Apple wants it (`alg` ES256, `typ` JWT, `kid`, `aud` appstoreconnect-v1, `bid` the scenario's app, `iat`
-/// not in the future, `exp` after now and at most an hour after `iat`, and with a public key its signature);
+/// not in the future, `exp` after now and at most an hour after `iat`, and with a public key its signature;
+/// `refusal(of:bundleId:issuerId:keyId:publicKey:now:)`);
 /// anything else is answered 401 with no body, and the reason is logged. Each environment's `fault` switches
 /// the answers to 401, 404, 429 with `Retry-After`, 500 or another error, and `delayMilliseconds` slows them.
 /// `GET /__fake/requests` tells how many calls each environment and endpoint got.

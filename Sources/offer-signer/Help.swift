@@ -183,7 +183,7 @@ enum Help {
         at /sandbox/inApps/..., answered from the state FILE (subscriptions, notifications and fault switches per
         environment; README shows its shape), read again on every request, with the signed data signed by the
         test CA in DIR. Point an app's "appStoreServerAPI": {"baseURL": "http://HOST:PORT"} at it. Each call's
-        bearer JWT is checked as Apple checks it (alg, typ, kid, aud, bid, iat, exp; the signature with
+        bearer JWT is checked as Apple checks it (alg, typ, kid, aud, bid, iat if present, exp; the signature with
         --public-key, a PEM public key or the app's .p8) and refused with 401 otherwise, the reason on standard
         error. --key-id requires that kid; --token-file writes the last token seen to FILE (mode 0600).
         GET /__fake/requests counts the calls per environment and endpoint.

@@ -80,10 +80,11 @@ struct AuthenticationTokenTests {
     /// What a token is changed into, and the fake's reason for refusing it.
     enum Flaw: String, CaseIterable, Sendable {
         case otherBundle, otherIssuer, otherKeyId, expired, issuedInTheFuture, livesTooLong, otherKey, notBearer
+        case withoutIssuedAtTooLong, withoutIssuedAt
     }
 
     @Test(
-        "the fake accepts our token and refuses one with any claim, the key or the header wrong",
+        "the fake accepts our token and Apple's Python library's (no iat), and refuses any claim, key or header wrong",
         arguments: Flaw.allCases)
     func fakeChecksTokens(flaw: Flaw) throws {
         let key = try makeKey()
@@ -101,6 +102,7 @@ struct AuthenticationTokenTests {
                 "aud": .string("appstoreconnect-v1"), "bid": .string("com.example.app"),
             ]
             base.merge(claims) { $1 }
+            base = base.filter { $0.value != .null }
             var writer = JSONWriter()
             writer.value(.object(base))
             return try CompactJWS.sign(
@@ -118,6 +120,9 @@ struct AuthenticationTokenTests {
         case .livesTooLong: refusal = try check(try signed(["exp": .int(Self.issuedAt + 3601)]))
         case .otherKey: refusal = try check(good, publicKey: try SigningKey.generate().publicKey)
         case .notBearer: refusal = try check("not a token")
+        case .withoutIssuedAtTooLong:
+            refusal = try check(try signed(["iat": .null, "exp": .int(Self.issuedAt + 3601)]))
+        case .withoutIssuedAt: refusal = try check(try signed(["iat": .null]))
         }
         let expected: [Flaw: String] = [
             .otherBundle: "bid is not com.example.app", .otherIssuer: "iss is not \(FakeAPIHarness.issuerId)",
@@ -126,6 +131,7 @@ struct AuthenticationTokenTests {
             .livesTooLong: "exp must be after iat and at most 60 minutes after it",
             .otherKey: "the signature does not verify with the public key",
             .notBearer: "the token is not a compact JWS: JWS must have exactly three dot-separated parts",
+            .withoutIssuedAtTooLong: "exp is more than 60 minutes away",
         ]
         #expect(refusal == expected[flaw])
     }
