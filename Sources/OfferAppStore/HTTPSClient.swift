@@ -1,12 +1,18 @@
 import CCurl
-import Dispatch
 import OfferCore
 import Synchronization
+
+#if canImport(Glibc)
+    import Glibc
+#endif
 
 /// An HTTPS client over libcurl's multi interface, for calls that must not hold a thread while they wait.
 ///
 /// `send` returns at once; the request runs on the client's own thread, an event loop over one libcurl multi
 /// handle, and `completion` is called there when the answer is complete, the timeout passes or the transfer fails.
+/// The thread is a plain POSIX thread of its own, started when a request comes to an idle client and ending when
+/// none is left: it never waits for a thread of Dispatch's or Swift concurrency's pools, which other work may
+/// have busy.
 /// Why the multi interface rather than a pool of threads each blocked in `curl_easy_perform`: every request in
 /// flight costs a socket, not a thread, so a slow or hanging App Store costs no more threads however many lookups
 /// wait on it (with a pool, N hung calls would stall every later one for their whole timeout); and the multi
@@ -42,7 +48,6 @@ public final class HTTPSClient: @unchecked Sendable {
 
     public let options: Options
     private let multi: UnsafeMutableRawPointer
-    private let queue = DispatchQueue(label: "offer-signer.https")
     private let state = Mutex(State())
 
     private struct State {
@@ -86,7 +91,17 @@ public final class HTTPSClient: @unchecked Sendable {
             return true
         }
         if start {
-            queue.async { self.loop() }
+            guard Self.detach({ self.loop() }) else {
+                let stranded = state.withLock { state in
+                    state.running = false
+                    defer { state.pending = [] }
+                    return state.pending
+                }
+                for pending in stranded {
+                    pending.completion(.failure(HTTPSClientError(.transport, "no thread could be started")))
+                }
+                return
+            }
         } else {
             curl_multi_wakeup(multi)
         }
@@ -119,6 +134,29 @@ public final class HTTPSClient: @unchecked Sendable {
             return HTTPSClientError(.timeout, "no time left for the request")
         }
         return nil
+    }
+
+    /// Runs `body` on a new detached POSIX thread; `false` when none could be started.
+    private static func detach(_ body: @escaping @Sendable () -> Void) -> Bool {
+        final class Box: Sendable {
+            let body: @Sendable () -> Void
+            init(_ body: @escaping @Sendable () -> Void) { self.body = body }
+        }
+        let context = Unmanaged.passRetained(Box(body)).toOpaque()
+        var attributes = pthread_attr_t()
+        pthread_attr_init(&attributes)
+        defer { pthread_attr_destroy(&attributes) }
+        pthread_attr_setdetachstate(&attributes, Int32(PTHREAD_CREATE_DETACHED))
+        var thread = pthread_t()
+        let started = pthread_create(
+            &thread, &attributes,
+            { context in
+                let box = Unmanaged<Box>.fromOpaque(context!).takeRetainedValue()
+                box.body()
+                return nil
+            }, context)
+        if started != 0 { Unmanaged<Box>.fromOpaque(context).release() }
+        return started == 0
     }
 
     /// The event loop: takes pending requests, drives the transfers, completes the finished ones; returns when
