@@ -13,6 +13,7 @@ let package = Package(
         .library(name: "OfferCrypto", targets: ["OfferCrypto"]),
         .library(name: "OfferCore", targets: ["OfferCore"]),
         .library(name: "OfferStore", targets: ["OfferStore"]),
+        .library(name: "OfferAppStore", targets: ["OfferAppStore"]),
         .library(name: "OfferServer", targets: ["OfferServer"]),
         .library(name: "OfferTesting", targets: ["OfferTesting"]),
     ],
@@ -21,6 +22,7 @@ let package = Package(
         .systemLibrary(name: "CMicroHTTPD", pkgConfig: "libmicrohttpd", providers: [.apt(["libmicrohttpd-dev"])]),
         .systemLibrary(name: "CSQLite", pkgConfig: "sqlite3", providers: [.apt(["libsqlite3-dev"])]),
         .systemLibrary(name: "CPostgreSQL", pkgConfig: "libpq", providers: [.apt(["libpq-dev"])]),
+        .systemLibrary(name: "CCurl", pkgConfig: "libcurl", providers: [.apt(["libcurl4-openssl-dev"])]),
         // The HTTP API's wire types with their JSON and Base64 code: no C library, no Foundation.
         // `Double.rounded()` calls libm, which Linux links only on request (Darwin's libSystem has it).
         .target(name: "OfferAPI", linkerSettings: [.linkedLibrary("m", .when(platforms: [.linux]))]),
@@ -29,16 +31,24 @@ let package = Package(
         .target(name: "OfferCrypto", dependencies: ["COpenSSL"]),
         .target(name: "OfferCore", dependencies: ["OfferAPI", "OfferCrypto"]),
         .target(name: "OfferStore", dependencies: ["OfferCore", "OfferCrypto", "CSQLite", "CPostgreSQL"]),
+        // The App Store Server API client: HTTPS over libcurl, the authentication JWT, lookups with a cache, a
+        // circuit breaker and Apple's rate limits. No Foundation.
+        .target(name: "OfferAppStore", dependencies: ["OfferAPI", "OfferCore", "OfferCrypto", "CCurl"]),
         .target(
-            name: "OfferServer", dependencies: ["OfferAPI", "OfferCore", "OfferCrypto", "OfferStore", "CMicroHTTPD"]),
+            name: "OfferServer",
+            dependencies: ["OfferAPI", "OfferCore", "OfferCrypto", "OfferStore", "OfferAppStore", "CMicroHTTPD"]),
         // The test kit: test CA, Apple-like signed data, and a client that calls the service in process. Depends on
         // the server; the server never depends on it.
         .target(
             name: "OfferTesting",
-            dependencies: ["OfferServer", "OfferStore", "OfferAPI", "OfferCore", "OfferCrypto", "COpenSSL"]),
+            dependencies: [
+                "OfferServer", "OfferStore", "OfferAppStore", "OfferAPI", "OfferCore", "OfferCrypto", "COpenSSL",
+            ]),
         .executableTarget(
             name: "offer-signer",
-            dependencies: ["OfferServer", "OfferStore", "OfferAPI", "OfferCore", "OfferCrypto", "OfferTesting"]),
+            dependencies: [
+                "OfferServer", "OfferStore", "OfferAppStore", "OfferAPI", "OfferCore", "OfferCrypto", "OfferTesting",
+            ]),
         .testTarget(name: "OfferAPITests", dependencies: ["OfferAPI"]),
         .testTarget(name: "OfferCryptoTests", dependencies: ["OfferCrypto", "OfferTesting"]),
         .testTarget(name: "OfferCoreTests", dependencies: ["OfferAPI", "OfferCore", "OfferCrypto", "OfferTesting"]),
@@ -47,6 +57,11 @@ let package = Package(
             dependencies: ["OfferServer", "OfferStore", "OfferAPI", "OfferCore", "OfferCrypto", "OfferTesting"]),
         .testTarget(name: "OfferStoreTests", dependencies: ["OfferStore", "OfferCore"]),
         .testTarget(name: "OfferKitTests", dependencies: ["OfferKit", "OfferAPI"]),
+        .testTarget(
+            name: "OfferAppStoreTests",
+            dependencies: [
+                "OfferAppStore", "OfferServer", "OfferAPI", "OfferCore", "OfferCrypto", "OfferTesting", "CCurl",
+            ]),
         .testTarget(
             name: "EndToEndTests",
             dependencies: [

@@ -50,6 +50,8 @@ enum CommandLineTool {
                 }
             case ("testkit", let kind):
                 return try command(arguments.dropFirst(2), help: Help.testkit) { try TestKitCommand.run(kind, $0) }
+            case ("apple", let subcommand):
+                return try command(arguments.dropFirst(2), help: Help.apple) { try AppleCommand.run(subcommand, $0) }
             default:
                 return unknown(first, of: nil, among: commands, help: Help.main)
             }
@@ -67,13 +69,14 @@ enum CommandLineTool {
 
     /// The words `offer-signer` takes first, and the subcommands of each group with the group's usage.
     private static let commands = [
-        "serve", "reload", "config", "keys", "sign", "explain", "ledger", "testkit", "help",
+        "serve", "reload", "config", "keys", "sign", "explain", "ledger", "testkit", "apple", "help",
     ]
     private static let groups: [String: (subcommands: [String], help: String)] = [
         "config": (["check"], Help.configCheck),
         "keys": (["generate", "import-storekit"], Help.keysGenerate + "\n" + Help.keysImportStoreKit),
         "sign": (["promotional-offer", "introductory-offer-eligibility", "legacy"], Help.sign),
-        "testkit": (["ca", "sign"], Help.testkit),
+        "testkit": (["ca", "sign", "apple-api"], Help.testkit),
+        "apple": (["status"], Help.apple),
         "ledger": (["stats", "customer", "forget", "grant", "reset", "actions", "purge"], Help.ledger),
     ]
 

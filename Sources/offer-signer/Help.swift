@@ -26,7 +26,9 @@ enum Help {
           ledger reset               set an offer's counts, or one customer's, to zero
           ledger actions             every grant and reset, with its reason
           ledger purge               delete the records older than ledgerRetentionDays (totals are kept)
-          testkit                    make test certificates and Apple-like signed data for integration tests
+          apple status               one customer's subscriptions from the App Store Server API, verified
+          testkit                    make test certificates and Apple-like signed data for integration tests;
+                                     run a fake App Store Server API
 
         Run `offer-signer <command> --help` for a command's options. `offer-signer --version` prints the version.
         """
@@ -167,6 +169,8 @@ enum Help {
           offer-signer testkit sign notification --ca DIR --type TYPE [--subtype S] [--environment E]
               [--app-apple-id N] [--bundle-id B] [--uuid U] [--transaction FILE] [--renewal-info FILE]
           offer-signer testkit sign notification --ca DIR --payload FILE|-
+          offer-signer testkit apple-api --ca DIR --state FILE --port PORT [--host HOST] [--key-id ID]
+              [--public-key FILE] [--token-file FILE]
 
         `ca` writes a test root (root.cer, DER), an intermediate and a leaf carrying Apple's marker
         extensions, and the leaf's key, to DIR. Trust root.cer in a test configuration.
@@ -185,5 +189,28 @@ enum Help {
         payloads in FILE (templates as above, bundleId and environment filled in from the notification when
         missing) signed inside it by the same chain. --payload signs a whole decoded notification as written
         (its nested signedTransactionInfo and signedRenewalInfo already JWS).
+        `apple-api` serves a fake App Store Server API on HOST:PORT (default host 127.0.0.1; port 0 picks one)
+        until SIGTERM or SIGINT, and prints "offer-signer testkit apple-api listening on http://HOST:PORT" once
+        ready: Get All Subscription Statuses and Get Notification History, Production at /inApps/... and Sandbox
+        at /sandbox/inApps/..., answered from the state FILE (subscriptions, notifications and fault switches per
+        environment; README shows its shape), read again on every request, with the signed data signed by the
+        test CA in DIR. Point an app's "appStoreServerAPI": {"baseURL": "http://HOST:PORT"} at it. Each call's
+        bearer JWT is checked as Apple checks it (alg, typ, kid, aud, bid, iat if present, exp; the signature with
+        --public-key, a PEM public key or the app's .p8) and refused with 401 otherwise, the reason on standard
+        error. --key-id requires that kid; --token-file writes the last token seen to FILE (mode 0600).
+        GET /__fake/requests counts the calls per environment and endpoint.
+        """
+
+    static let apple = """
+        Usage: offer-signer apple status --config FILE [--app BUNDLE] --transaction ID
+
+        Looks up the subscriptions of the customer that transaction ID belongs to (any transaction ID or
+        original transaction ID) with the App Store Server API, as the app's "appStoreServerAPI" configures it:
+        Production first, then Sandbox when Production does not know the transaction and the app looks Sandbox up.
+        Verifies the answer's signed data like any other (the configuration's trust roots and environments) and
+        prints the facts per subscription: status, product, dates, offer, renewal. Never prints the
+        authentication JWT or the signed data. --app may be left out when one app has "appStoreServerAPI". Exit
+        status 0 when the answer verified, 1 on any failure (the reason printed: unauthorized, not_found,
+        rate_limited, timeout, ...), 2 on a usage mistake.
         """
 }

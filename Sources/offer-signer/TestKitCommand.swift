@@ -10,7 +10,8 @@ enum TestKitCommand {
         switch kind {
         case "ca": return try makeAuthority(arguments)
         case "sign": return try sign(arguments)
-        default: throw UsageError("unknown testkit command '\(kind)': ca or sign")
+        case "apple-api": return try TestKitAppleAPICommand.run(arguments)
+        default: throw UsageError("unknown testkit command '\(kind)': ca, sign or apple-api")
         }
     }
 
@@ -68,7 +69,13 @@ enum TestKitCommand {
         if kind != .notification, let option = notificationOptions.first(where: { options[$0] != nil }) {
             throw UsageError("--\(option) is for `testkit sign notification`")
         }
-        let signer = try Signer(directory: try options.required("ca"), xcode: options.flags.contains("xcode"))
+        let signer: TestAuthorityFolder
+        do {
+            signer = try TestAuthorityFolder(
+                directory: try options.required("ca"), xcode: options.flags.contains("xcode"))
+        } catch let error as TestAuthorityFolder.Error {
+            throw CommandError(error.message)
+        }
         let now = SystemClock.nowMilliseconds()
         if kind == .notification, options["payload"] == nil {
             Console.out(try signer.sign(try notification(options, signer: signer, now: now)))
@@ -79,28 +86,6 @@ enum TestKitCommand {
         }
         Console.out(try signer.sign(try template(try options.required("payload"), kind: kind, now: now)))
         return 0
-    }
-
-    /// The test chain (or the Xcode certificate) in DIR, and its key.
-    private struct Signer {
-        let certificates: [[UInt8]]
-        let key: SigningKey
-
-        init(directory: String, xcode: Bool) throws {
-            certificates = try (xcode ? ["xcode.cer"] : ["leaf.cer", "intermediate.cer", "root.cer"]).map {
-                (name: String) throws -> [UInt8] in
-                guard let der = FileBytes.read("\(directory)/\(name)") else {
-                    throw CommandError(
-                        "\(directory)/\(name): cannot read; run `offer-signer testkit ca --out \(directory)`")
-                }
-                return der
-            }
-            key = try PrivateKeyFile.load(path: "\(directory)/\(xcode ? "xcode.p8" : "leaf.p8")")
-        }
-
-        func sign(_ payload: JSONValue) throws -> String {
-            try SignedDataFactory.sign(payload, certificates: certificates, key: key)
-        }
     }
 
     /// The payload in `path` (or standard input for `-`) as a template of `kind`, its warnings printed.
@@ -121,7 +106,9 @@ enum TestKitCommand {
 
     /// The notification the options describe (`NotificationTemplate`): its transaction and renewal info read as
     /// templates and signed inside it; the app and environment taken from the transaction unless given.
-    private static func notification(_ options: Arguments, signer: Signer, now: Int64) throws -> JSONValue {
+    private static func notification(
+        _ options: Arguments, signer: TestAuthorityFolder, now: Int64
+    ) throws -> JSONValue {
         let type = try options.required("type")
         let transaction = try options["transaction"].map { try template($0, kind: .transaction, now: now) }
         let renewalInfo = try options["renewal-info"].map { try template($0, kind: .renewalInfo, now: now) }

@@ -535,8 +535,8 @@ def linked() -> tuple[set[str], set[str], set[str]]:
 
 def test_the_binary_links_the_libraries_expected(linked):
     packages, _, unowned = linked
-    # The service's four C libraries: if one stops resolving, the mapping above is wrong, not the image.
-    assert {"libssl3", "libmicrohttpd12", "libsqlite3-0", "libpq5"} <= packages
+    # The service's five C libraries: if one stops resolving, the mapping above is wrong, not the image.
+    assert {"libssl3", "libmicrohttpd12", "libsqlite3-0", "libpq5", "libcurl4"} <= packages
     assert unowned == set()
 
 

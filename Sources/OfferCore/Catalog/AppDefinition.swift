@@ -28,9 +28,11 @@ public struct AppDefinition: Sendable {
     public var signaturesPerCustomerPerDay: Int
     /// What Sandbox data (App Review, TestFlight) gets, when the deployment trusts it at all.
     public var sandbox: SandboxPolicy
-    /// The app's Apple ID in App Store Connect (App Information): Production notifications from Apple carry it and
-    /// are refused without it. `nil` when not configured.
+    /// The app's Apple ID (App Store Connect > App Information), which Apple's Production notifications,
+    /// retention requests and Server API answers carry and which they are checked against.
     public var appAppleId: Int64?
+    /// How the app calls the App Store Server API; `nil` when it does not.
+    public var appStoreServerAPI: AppStoreServerAPISettings?
     /// The app's JSON path in the configuration, like `$.apps[0]`.
     public var path: String
 
@@ -50,7 +52,8 @@ public struct AppDefinition: Sendable {
     public init(
         bundleId: String, issuerId: String, keys: [Key], activeKeyId: String? = nil, localTesting: Bool = false,
         offers: [Offer] = [], signaturesPerCustomerPerDay: Int = AppDefinition.defaultSignaturesPerCustomerPerDay,
-        sandbox: SandboxPolicy = .separate, path: String = "$.apps[0]", appAppleId: Int64? = nil
+        sandbox: SandboxPolicy = .separate, appAppleId: Int64? = nil,
+        appStoreServerAPI: AppStoreServerAPISettings? = nil, path: String = "$.apps[0]"
     ) {
         self.bundleId = bundleId
         self.issuerId = issuerId
@@ -60,6 +63,8 @@ public struct AppDefinition: Sendable {
         self.offers = offers
         self.signaturesPerCustomerPerDay = signaturesPerCustomerPerDay
         self.sandbox = sandbox
+        self.appAppleId = appAppleId
+        self.appStoreServerAPI = appStoreServerAPI
         self.path = path
         self.appAppleId = appAppleId
     }
@@ -139,12 +144,18 @@ public struct AppDefinition: Sendable {
             }
         }
         let appAppleId = reader.int("appAppleId", range: 1...Int.max).map(Int64.init)
+        var serverAPI: AppStoreServerAPISettings?
+        if let value = reader.value("appStoreServerAPI") {
+            serverAPI = AppStoreServerAPISettings.parse(
+                value, path: "\(path).appStoreServerAPI", keys: keys, refusesSandbox: sandbox == .refuse,
+                errors: &errors)
+        }
         reader.finish(into: &errors)
         guard let bundleId, let issuerId, let firstKey = keys.first else { return nil }
         return AppDefinition(
             bundleId: bundleId, issuerId: issuerId, keys: keys, activeKeyId: activeKeyId ?? firstKey.keyId,
             localTesting: localTesting, offers: offers,
-            signaturesPerCustomerPerDay: perDay ?? defaultSignaturesPerCustomerPerDay, sandbox: sandbox, path: path,
-            appAppleId: appAppleId)
+            signaturesPerCustomerPerDay: perDay ?? defaultSignaturesPerCustomerPerDay, sandbox: sandbox,
+            appAppleId: appAppleId, appStoreServerAPI: serverAPI, path: path)
     }
 }

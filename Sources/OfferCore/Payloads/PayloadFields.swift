@@ -1,7 +1,8 @@
 import OfferAPI
 
 /// Reads typed fields of a payload object. `null` counts as absent; any other wrong type is an error naming the field.
-struct PayloadFields {
+/// Public for the other decoders of Apple's JSON (the App Store Server API's answers).
+public struct PayloadFields {
     let members: [String: JSONValue]
     /// Collects the name and type of every field read, when `recordedTypes` decodes an empty object.
     private let recorder: Recorder?
@@ -12,7 +13,7 @@ struct PayloadFields {
         var types: [String: PayloadFieldType] = [:]
     }
 
-    init(_ json: JSONValue, kind: String) throws(PayloadError) {
+    public init(_ json: JSONValue, kind: String) throws(PayloadError) {
         guard case .object(let members) = json else {
             throw PayloadError("\(kind) payload: expected a JSON object, found \(json.typeDescription)")
         }
@@ -56,21 +57,21 @@ struct PayloadFields {
         return PayloadFields(members: members, recorder: nil, prefix: prefix + name + ".")
     }
 
-    func string(_ name: String) throws(PayloadError) -> String? {
+    public func string(_ name: String) throws(PayloadError) -> String? {
         recorder?.types[prefix + name] = .string
         guard let value = present(name) else { return nil }
         guard case .string(let text) = value else { throw wrongType(name, "a string", value) }
         return text
     }
 
-    func bool(_ name: String) throws(PayloadError) -> Bool? {
+    public func bool(_ name: String) throws(PayloadError) -> Bool? {
         recorder?.types[prefix + name] = .boolean
         guard let value = present(name) else { return nil }
         guard case .bool(let flag) = value else { throw wrongType(name, "a boolean", value) }
         return flag
     }
 
-    func int64(_ name: String) throws(PayloadError) -> Int64? {
+    public func int64(_ name: String) throws(PayloadError) -> Int64? {
         recorder?.types[prefix + name] = .integer
         guard let value = present(name) else { return nil }
         guard let number = value.int64Value else {
@@ -81,7 +82,7 @@ struct PayloadFields {
 
     /// A date in Unix milliseconds, from 1970 to the year 9999. Xcode writes fractional milliseconds
     /// (`1697679936056.485`); they are floored. The range keeps every later day computation far from overflow.
-    func date(_ name: String) throws(PayloadError) -> Int64? {
+    public func date(_ name: String) throws(PayloadError) -> Int64? {
         recorder?.types[prefix + name] = .date
         guard let value = present(name) else { return nil }
         guard let number = PayloadDate.milliseconds(value) else {
@@ -92,7 +93,7 @@ struct PayloadFields {
         return number
     }
 
-    func int(_ name: String) throws(PayloadError) -> Int? {
+    public func int(_ name: String) throws(PayloadError) -> Int? {
         guard let number = try int64(name) else { return nil }
         guard let small = Int(exactly: number), Int32(exactly: number) != nil else {
             throw PayloadError("field \"\(prefix)\(name)\": integer out of range")
@@ -101,16 +102,16 @@ struct PayloadFields {
     }
 
     /// One of Apple's enumerations written as text; unknown values are kept.
-    func value<Value: AppleStringValue>(_ name: String) throws(PayloadError) -> Value? {
+    public func value<Value: AppleStringValue>(_ name: String) throws(PayloadError) -> Value? {
         try string(name).map(Value.init(rawValue:))
     }
 
     /// One of Apple's enumerations written as a number; unknown values are kept.
-    func value<Value: AppleIntValue>(_ name: String) throws(PayloadError) -> Value? {
+    public func value<Value: AppleIntValue>(_ name: String) throws(PayloadError) -> Value? {
         try int(name).map(Value.init(rawValue:))
     }
 
-    func strings(_ name: String) throws(PayloadError) -> [String]? {
+    public func strings(_ name: String) throws(PayloadError) -> [String]? {
         recorder?.types[prefix + name] = .strings
         guard let value = present(name) else { return nil }
         guard case .array(let elements) = value else { throw wrongType(name, "an array of strings", value) }
@@ -124,6 +125,18 @@ struct PayloadFields {
             out.append(text)
         }
         return out
+    }
+
+    /// An array of objects, each decoded by the caller (with a `PayloadFields` of its own).
+    public func objects(_ name: String) throws(PayloadError) -> [JSONValue]? {
+        guard let value = present(name) else { return nil }
+        guard case .array(let elements) = value else { throw wrongType(name, "an array of objects", value) }
+        for (index, element) in elements.enumerated() {
+            guard case .object = element else {
+                throw PayloadError("field \"\(name)[\(index)]\": expected an object, found \(element.typeDescription)")
+            }
+        }
+        return elements
     }
 
     private func describe(_ value: JSONValue) -> String {

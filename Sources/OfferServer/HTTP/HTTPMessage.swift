@@ -8,16 +8,19 @@ public struct HTTPRequest: Sendable {
     public var headers: [String: String]
     /// The peer's IP address as text, when known.
     public var clientAddress: String?
+    /// Decoded query string arguments; only those the server forwards (`HTTPServerLimits.forwardedQueryArguments`).
+    public var query: [String: String]
 
     public init(
         method: String, path: String, body: [UInt8] = [], headers: [String: String] = [:],
-        clientAddress: String? = nil
+        clientAddress: String? = nil, query: [String: String] = [:]
     ) {
         self.method = method
         self.path = path
         self.body = body
         self.headers = headers
         self.clientAddress = clientAddress
+        self.query = query
     }
 }
 

@@ -22,6 +22,8 @@ public struct HTTPServerLimits: Sendable {
     public var recordsClientAddress = false
     /// Request headers handlers see: `X-Request-Id`, and for example a proxy's client address header.
     public var forwardedHeaders: [String] = ["X-Request-Id", "Idempotency-Key"]
+    /// Query string arguments handlers see (decoded); the API reads none, the test kit's fake reads some.
+    public var forwardedQueryArguments: [String] = []
 
     public init() {}
 }
@@ -279,6 +281,11 @@ private func accessHandler(
     for name in server.limits.forwardedHeaders {
         if let value = MHD_lookup_connection_value(connection, .HEADER_KIND, name) {
             request.headers[name.lowercased()] = String(cString: value)
+        }
+    }
+    for name in server.limits.forwardedQueryArguments {
+        if let value = MHD_lookup_connection_value(connection, .GET_ARGUMENT_KIND, name) {
+            request.query[name] = String(cString: value)
         }
     }
     var address = [CChar](repeating: 0, count: 64)

@@ -73,12 +73,38 @@ public final class Metrics: Sendable {
                 "Notifications from Apple by app, type (unknown for a type not known here, none when it did not "
                 + "verify) and result (recorded, duplicate, ignored, not_stored, or why it was refused).",
             type: "counter", index: 16)
+        public static let appleAPILookups = Family(
+            name: "offer_signer_apple_api_lookups_total",
+            help: "App Store Server API lookups by app, endpoint and result (cache and Sandbox retry included).",
+            type: "counter", index: 17)
+        public static let appleAPILookupMilliseconds = Family(
+            name: "offer_signer_apple_api_lookup_milliseconds_total",
+            help: "Time the App Store Server API lookups took, by app and endpoint; over lookups: the mean latency.",
+            type: "counter", index: 18)
+        public static let appleAPICalls = Family(
+            name: "offer_signer_apple_api_calls_total",
+            help: "HTTP calls to the App Store Server API by app, environment, endpoint and result.", type: "counter",
+            index: 19)
+        public static let appleAPICallMilliseconds = Family(
+            name: "offer_signer_apple_api_call_milliseconds_total",
+            help: "Time the HTTP calls to the App Store Server API took, by app, environment and endpoint.",
+            type: "counter", index: 20)
+        public static let appleAPICache = Family(
+            name: "offer_signer_apple_api_cache_total",
+            help: "Subscription status lookups answered from the cache (hit) or not (miss), by app.", type: "counter",
+            index: 21)
+        public static let appleAPIBreaker = Family(
+            name: "offer_signer_apple_api_circuit_state",
+            help: "The App Store Server API circuit breaker by app and environment: 0 closed, 1 half-open, 2 open.",
+            type: "gauge", index: 22)
 
         /// The order families are rendered in.
         static let all: [Family] = [
             .build, .configuration, .reloads, .requests, .decisions, .notEligible, .limitsReached, .signatures,
             .signedDataRejected, .ledgerCommits, .ledgerRecords, .ledgerCommitMicroseconds, .ledgerLargestGroup,
-            .offerBudgetRemaining, .offerReservations, .offerRedemptions, .notifications,
+            .offerBudgetRemaining, .offerReservations, .offerRedemptions, .notifications, .appleAPILookups,
+            .appleAPILookupMilliseconds,
+            .appleAPICalls, .appleAPICallMilliseconds, .appleAPICache, .appleAPIBreaker,
         ]
     }
 
@@ -91,8 +117,13 @@ public final class Metrics: Sendable {
 
     /// Adds 1 to the series of `family` with `labels` (label names in the order given).
     public func increment(_ family: Family, _ labels: KeyValuePairs<String, String>) {
+        add(family, labels, 1)
+    }
+
+    /// Adds `amount` to the series of `family` with `labels` (label names in the order given).
+    public func add(_ family: Family, _ labels: KeyValuePairs<String, String>, _ amount: Int) {
         let key = Self.render(labels)
-        series.withLock { $0[family.index][key, default: 0] += 1 }
+        series.withLock { $0[family.index][key, default: 0] += amount }
     }
 
     /// Sets a gauge; `replacing: true` drops the family's other series (an info metric has one value at a time).

@@ -1,0 +1,64 @@
+import OfferCrypto
+import OfferServer
+import OfferTesting
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// `offer-signer testkit apple-api`: the fake App Store Server API (`FakeAppStoreServerAPI`), served until
+/// SIGTERM or SIGINT.
+enum TestKitAppleAPICommand {
+    static func run(_ arguments: ArraySlice<String>) throws -> Int32 {
+        let options = try Arguments(
+            arguments, valued: ["ca", "state", "port", "host", "key-id", "public-key", "token-file"])
+        guard options.positionals.isEmpty else { throw UsageError("unexpected argument \(options.positionals[0])") }
+        let directory = try options.required("ca")
+        let statePath = try options.required("state")
+        let host = options["host"] ?? "127.0.0.1"
+        guard let port = Int(try options.required("port")), (0...65535).contains(port) else {
+            throw UsageError("--port must be a number from 0 to 65535")
+        }
+        let authority: TestAuthorityFolder
+        do {
+            authority = try TestAuthorityFolder(directory: directory)
+        } catch {
+            throw CommandError(error.message)
+        }
+        var publicKey: VerifyingKey?
+        if let path = options["public-key"] { publicKey = try loadPublicKey(path) }
+        guard FileBytes.read(statePath) != nil else { throw CommandError("\(statePath): cannot read the state file") }
+
+        var signals = sigset_t()
+        sigemptyset(&signals)
+        sigaddset(&signals, SIGTERM)
+        sigaddset(&signals, SIGINT)
+        pthread_sigmask(SIG_BLOCK, &signals, nil)
+        signal(SIGPIPE, SIG_IGN)
+
+        let fake = FakeAppStoreServerAPI(
+            options: FakeAppStoreServerAPI.Options(
+                statePath: statePath, keyId: options["key-id"], publicKey: publicKey, tokenFile: options["token-file"]),
+            authority: authority, clock: SystemClock.nowMilliseconds, log: { Console.err($0) })
+        let bound: Int
+        do {
+            bound = try fake.start(host: host, port: port)
+        } catch {
+            throw CommandError(error.description)
+        }
+        let shownHost = host.contains(":") ? "[\(host)]" : host
+        Console.out("offer-signer testkit apple-api listening on http://\(shownHost):\(bound)")
+        var received: Int32 = 0
+        sigwait(&signals, &received)
+        fake.stop()
+        return 0
+    }
+
+    /// A PEM public key, or the public half of a PEM private key (an In-App Purchase `.p8`).
+    private static func loadPublicKey(_ path: String) throws -> VerifyingKey {
+        guard let pem = FileBytes.read(path) else { throw CommandError("\(path): cannot read the public key") }
+        if let key = try? VerifyingKey(pem: pem) { return key }
+        if let key = try? SigningKey(pem: pem), let publicKey = try? key.publicKey { return publicKey }
+        throw CommandError("\(path): not a PEM public key (or private key)")
+    }
+}
