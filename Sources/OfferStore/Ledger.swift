@@ -80,6 +80,15 @@ public protocol Ledger: UsageCounts, RedemptionLog, SubscriptionStates {
     func recordNotification(
         _ notification: ReceivedNotification,
         completion: @escaping @Sendable (Result<NotificationOutcome, LedgerError>) -> Void)
+    /// Records what a lookup at Apple taught (`SubscriptionUpdate(lookedUp:...)`), in one transaction, with the very
+    /// code and locks that record a notification's effects, only without a notification to keep: its transaction
+    /// through the redemption logic of `observe` (a lookup can reveal a redemption), a refund it shows on the
+    /// redemption it may be, and the subscription's server-known state, its transaction and renewal info each
+    /// replaced only by newer ones (`FreshestFacts`). `completion` is called once, from any thread, when what changed
+    /// is durable or the store failed; the caller's thread never waits for the disk.
+    func recordState(
+        _ update: SubscriptionUpdate, completion: @escaping @Sendable (Result<NotificationEffects, LedgerError>) -> Void
+    )
     /// The notification recorded with `uuid`, or `nil`.
     func notification(uuid: String) throws(LedgerError) -> RecordedNotification?
     /// A customer's redemptions (`customerKey`: the subscription's `originalTransactionId`), oldest first.
@@ -119,6 +128,18 @@ extension Ledger {
         let done = DispatchSemaphore(value: 0)
         let result = Mutex<Result<NotificationOutcome, LedgerError>?>(nil)
         recordNotification(notification) { outcome in
+            result.withLock { $0 = outcome }
+            done.signal()
+        }
+        done.wait()
+        return try result.withLock { $0! }.get()
+    }
+
+    /// `recordState(_:completion:)`, waited for: for callers that may block a thread (tests, the command line).
+    public func recordState(_ update: SubscriptionUpdate) throws(LedgerError) -> NotificationEffects {
+        let done = DispatchSemaphore(value: 0)
+        let result = Mutex<Result<NotificationEffects, LedgerError>?>(nil)
+        recordState(update) { outcome in
             result.withLock { $0 = outcome }
             done.signal()
         }

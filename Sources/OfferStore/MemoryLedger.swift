@@ -430,6 +430,12 @@ extension MemoryLedger {
         completion(.success(records.withLock { $0.record(notification) }))
     }
 
+    public func recordState(
+        _ update: SubscriptionUpdate, completion: @escaping @Sendable (Result<NotificationEffects, LedgerError>) -> Void
+    ) {
+        completion(.success(records.withLock { $0.apply(update) }))
+    }
+
     public func notification(uuid: String) throws(LedgerError) -> RecordedNotification? {
         records.withLock { $0.notifications[uuid] }
     }
@@ -468,27 +474,32 @@ extension Records {
     mutating func record(_ notification: ReceivedNotification) -> NotificationOutcome {
         guard notifications[notification.notificationUUID] == nil else { return .duplicate }
         notifications[notification.notificationUUID] = RecordedNotification(notification)
+        return .recorded(apply(notification.update))
+    }
+
+    /// What verified Apple data teaches about a subscription (a notification's, a lookup's), under the one lock.
+    mutating func apply(_ update: SubscriptionUpdate) -> NotificationEffects {
         var effects = NotificationEffects()
-        if let observed = notification.observed { effects.redemption = observe(observed) }
-        let app = notification.storedApp
-        if let revocation = notification.revocation, let redemption = redemptions[revocation.transactionId],
+        if let observed = update.observed { effects.redemption = observe(observed) }
+        let app = update.storedApp
+        if let revocation = update.revocation, let redemption = redemptions[revocation.transactionId],
             redemption.offer.app == app, revocation.applies(after: redemption.revocationSignedAt)
         {
             redemptions[revocation.transactionId]?.revokedAt = revocation.revokedAt
             redemptions[revocation.transactionId]?.revocationSignedAt = revocation.signedDate
             effects.revocationChanged = true
         }
-        guard let original = notification.originalTransactionId else { return .recorded(effects) }
+        guard let original = update.originalTransactionId else { return effects }
         let key = CustomerKey(app: app, customerKey: original)
-        var state = states[key] ?? SubscriptionState(updatedAt: notification.receivedAt)
-        if let transaction = notification.transaction,
+        var state = states[key] ?? SubscriptionState(updatedAt: update.receivedAt)
+        if let transaction = update.transaction,
             state.transaction.map({ FreshestFacts.isNewer(transaction.order, than: $0.order) }) ?? true
         {
             state.transaction = transaction
             effects.transactionKept = true
         }
         // Renewal info kept without a signedDate orders before any other.
-        if let renewalInfo = notification.renewalInfo,
+        if let renewalInfo = update.renewalInfo,
             FreshestFacts.isNewer(
                 renewalSignedAt: renewalInfo.signedDate, than: state.renewalInfo.map { $0.signedDate ?? .min })
         {
@@ -496,9 +507,9 @@ extension Records {
             effects.renewalInfoKept = true
         }
         if effects.transactionKept || effects.renewalInfoKept {
-            state.updatedAt = notification.receivedAt
+            state.updatedAt = update.receivedAt
             states[key] = state
         }
-        return .recorded(effects)
+        return effects
     }
 }

@@ -688,6 +688,23 @@ extension SQLiteLedger {
         }
     }
 
+    /// On the notifications' writer too, in a short transaction of its own: the same code as a notification's
+    /// effects (`apply`).
+    public func recordState(
+        _ update: SubscriptionUpdate, completion: @escaping @Sendable (Result<NotificationEffects, LedgerError>) -> Void
+    ) {
+        Self.notificationWriter.async { [self] in
+            let result = Result { () throws(LedgerError) -> NotificationEffects in
+                try connection.withLock { (connection: inout Connection) throws(LedgerError) -> NotificationEffects in
+                    try connection.transaction { () throws(LedgerError) -> NotificationEffects in
+                        try Self.apply(connection, update)
+                    }
+                }
+            }
+            completion(result)
+        }
+    }
+
     /// Everything a notification teaches, in the caller's transaction.
     private static func record(
         _ connection: Connection, _ notification: ReceivedNotification
@@ -702,9 +719,18 @@ extension SQLiteLedger {
                 notification.originalTransactionId.map(Connection.Value.text) ?? .null,
             ])
         guard connection.changes == 1 else { return .duplicate }
+        return .recorded(try apply(connection, notification.update))
+    }
+
+    /// What verified Apple data teaches about a subscription (a notification's, a lookup's), in the caller's
+    /// transaction.
+    private static func apply(
+        _ connection: Connection, _ update: SubscriptionUpdate
+    ) throws(LedgerError) -> NotificationEffects {
+        let app = update.storedApp
         var effects = NotificationEffects()
-        if let observed = notification.observed { effects.redemption = try observe(connection, observed) }
-        if let revocation = notification.revocation {
+        if let observed = update.observed { effects.redemption = try observe(connection, observed) }
+        if let revocation = update.revocation {
             let recorded = try connection.rows(
                 NotificationQuery.selectRevocation, [.text(app), .text(revocation.transactionId)], columns: 1)
             if let row = recorded.first, revocation.applies(after: row[0].flatMap { Int64($0) }) {
@@ -717,10 +743,10 @@ extension SQLiteLedger {
                 effects.revocationChanged = true
             }
         }
-        guard let original = notification.originalTransactionId else { return .recorded(effects) }
+        guard let original = update.originalTransactionId else { return effects }
         let subscription: [Connection.Value] = [.text(app), .text(original)]
         let stored = try connection.rows(NotificationQuery.selectStateOrder, subscription, columns: 6).first
-        if let transaction = notification.transaction {
+        if let transaction = update.transaction {
             let current = stored?[0].map { transactionId in
                 FreshestFacts.TransactionOrder(
                     transactionId: transactionId, expiresDate: stored?[1].flatMap { Int64($0) },
@@ -734,12 +760,12 @@ extension SQLiteLedger {
                         .text(transaction.signedTransaction), .text(order.transactionId),
                         order.expiresDate.map(Connection.Value.integer) ?? .null,
                         order.purchaseDate.map(Connection.Value.integer) ?? .null,
-                        order.signedDate.map(Connection.Value.integer) ?? .null, .integer(notification.receivedAt),
+                        order.signedDate.map(Connection.Value.integer) ?? .null, .integer(update.receivedAt),
                     ])
                 effects.transactionKept = true
             }
         }
-        if let renewalInfo = notification.renewalInfo {
+        if let renewalInfo = update.renewalInfo {
             // Renewal info kept without a signedDate orders before any other.
             let current = stored?[5] == "1" ? stored?[4].flatMap { Int64($0) } ?? .min : nil
             if FreshestFacts.isNewer(renewalSignedAt: renewalInfo.signedDate, than: current) {
@@ -748,12 +774,12 @@ extension SQLiteLedger {
                     subscription + [
                         .text(renewalInfo.signedRenewalInfo),
                         renewalInfo.signedDate.map(Connection.Value.integer) ?? .null,
-                        .integer(notification.receivedAt),
+                        .integer(update.receivedAt),
                     ])
                 effects.renewalInfoKept = true
             }
         }
-        return .recorded(effects)
+        return effects
     }
 
     public func notification(uuid: String) throws(LedgerError) -> RecordedNotification? {

@@ -97,24 +97,10 @@ public struct ReceivedNotification: Sendable, Equatable {
         let transaction = notification.transaction
         let renewalInfo = notification.renewalInfo
         let type = payload.notificationType?.rawValue ?? ""
-        var revocation: Revocation?
-        if let transaction, let transactionId = transaction.transactionId {
-            let signedDate = transaction.signedDate ?? payload.signedDate ?? receivedAt
-            if payload.notificationType == .refundReversed {
-                revocation = Revocation(transactionId: transactionId, revokedAt: nil, signedDate: signedDate)
-            } else if let revoked = transaction.revocationDate {
-                revocation = Revocation(transactionId: transactionId, revokedAt: revoked, signedDate: signedDate)
-            }
-        }
-        var stateTransaction: StateTransaction?
-        if let transaction, transaction.isAutoRenewableSubscription, transaction.originalTransactionId != nil,
-            let token = payload.data?.signedTransactionInfo, let order = FreshestFacts.TransactionOrder(transaction)
-        {
-            stateTransaction = StateTransaction(signedTransaction: token, order: order)
-        }
-        var stateRenewal: StateRenewalInfo?
-        if let renewalInfo, renewalInfo.originalTransactionId != nil, let token = payload.data?.signedRenewalInfo {
-            stateRenewal = StateRenewalInfo(signedRenewalInfo: token, signedDate: renewalInfo.signedDate)
+        let revocation = transaction.flatMap {
+            SubscriptionUpdate.revocation(
+                of: $0, reversed: payload.notificationType == .refundReversed,
+                signedAt: $0.signedDate ?? payload.signedDate ?? receivedAt)
         }
         self.init(
             notificationUUID: payload.notificationUUID ?? "", bundleId: bundleId, namespace: notification.namespace,
@@ -122,7 +108,21 @@ public struct ReceivedNotification: Sendable, Equatable {
             receivedAt: receivedAt,
             originalTransactionId: transaction?.originalTransactionId ?? renewalInfo?.originalTransactionId,
             observed: transaction.flatMap(ObservedTransaction.init), revocation: revocation,
-            transaction: stateTransaction, renewalInfo: stateRenewal)
+            transaction: transaction.flatMap {
+                SubscriptionUpdate.stateTransaction($0, signed: payload.data?.signedTransactionInfo)
+            },
+            renewalInfo: renewalInfo.flatMap {
+                SubscriptionUpdate.stateRenewalInfo($0, signed: payload.data?.signedRenewalInfo)
+            })
+    }
+
+    /// What the notification teaches about its subscription, as every backend records it (with `recordState`'s
+    /// code), once the notification itself is recorded.
+    public var update: SubscriptionUpdate {
+        SubscriptionUpdate(
+            bundleId: bundleId, namespace: namespace, originalTransactionId: originalTransactionId,
+            receivedAt: receivedAt, observed: observed, revocation: revocation, transaction: transaction,
+            renewalInfo: renewalInfo)
     }
 
     /// The app's key in storage for the notification's namespace (`LedgerNamespace.storedApp`).
@@ -137,7 +137,7 @@ public enum NotificationOutcome: Sendable, Equatable {
     case recorded(NotificationEffects)
 }
 
-/// What a newly recorded notification changed.
+/// What a newly recorded notification changed, or what a lookup's state changed (`Ledger.recordState`).
 public struct NotificationEffects: Sendable, Equatable {
     /// What its transaction did to redemptions (`.unchanged` without one).
     public var redemption: RedemptionOutcome

@@ -892,19 +892,41 @@ extension PostgreSQLLedger {
         }
     }
 
-    /// Everything a notification teaches, in the caller's transaction: first the locks `observe` takes (and the
-    /// customer's, for the state), so the redemption logic and the state's order hold across replicas; then the
-    /// UUID, which a concurrent transaction recording the same notification waits on and then finds.
+    /// Off the caller's thread as a notification, in a transaction of its own, under the same locks and with the
+    /// same code as a notification's effects (`apply`).
+    public func recordState(
+        _ update: SubscriptionUpdate, completion: @escaping @Sendable (Result<NotificationEffects, LedgerError>) -> Void
+    ) {
+        DispatchQueue.global().async { [self] in
+            let result = Result { () throws(LedgerError) -> NotificationEffects in
+                try pool.transaction { (connection) throws(LedgerError) -> NotificationEffects in
+                    try Self.takeLocks(connection, for: update)
+                    return try Self.apply(connection, update)
+                }
+            }
+            completion(result)
+        }
+    }
+
+    /// The locks `observe` takes for the update's transaction, and the customer's, for the state: so the redemption
+    /// logic and the state's order hold across replicas.
+    private static func takeLocks(
+        _ connection: PostgreSQLConnection, for update: SubscriptionUpdate
+    ) throws(LedgerError) {
+        var pairs = update.observed.map(observationLocks) ?? []
+        if let original = update.originalTransactionId { pairs.append(lock(.customer, update.storedApp, original)) }
+        guard !pairs.isEmpty else { return }
+        let taken = Self.locks(pairs)
+        try connection.execute(Statement.lock, [taken.classes, taken.keys])
+    }
+
+    /// Everything a notification teaches, in the caller's transaction: first the locks of its update (`takeLocks`);
+    /// then the UUID, which a concurrent transaction recording the same notification waits on and then finds.
     private static func record(
         _ connection: PostgreSQLConnection, _ notification: ReceivedNotification
     ) throws(LedgerError) -> NotificationOutcome {
         let app = notification.storedApp
-        var pairs = notification.observed.map(observationLocks) ?? []
-        if let original = notification.originalTransactionId { pairs.append(lock(.customer, app, original)) }
-        if !pairs.isEmpty {
-            let taken = Self.locks(pairs)
-            try connection.execute(Statement.lock, [taken.classes, taken.keys])
-        }
+        try takeLocks(connection, for: notification.update)
         let inserted = try connection.execute(
             NotificationStatement.insert,
             [
@@ -912,9 +934,18 @@ extension PostgreSQLLedger {
                 String(notification.signedDate), String(notification.receivedAt), notification.originalTransactionId,
             ])
         guard inserted == 1 else { return .duplicate }
+        return .recorded(try apply(connection, notification.update))
+    }
+
+    /// What verified Apple data teaches about a subscription (a notification's, a lookup's), in the caller's
+    /// transaction, its locks (`takeLocks`) taken.
+    private static func apply(
+        _ connection: PostgreSQLConnection, _ update: SubscriptionUpdate
+    ) throws(LedgerError) -> NotificationEffects {
+        let app = update.storedApp
         var effects = NotificationEffects()
-        if let observed = notification.observed { effects.redemption = try observe(connection, observed) }
-        if let revocation = notification.revocation,
+        if let observed = update.observed { effects.redemption = try observe(connection, observed) }
+        if let revocation = update.revocation,
             let row = try connection.rows(NotificationStatement.selectRevocation, [app, revocation.transactionId])
                 .first,
             revocation.applies(after: row[0].flatMap { Int64($0) })
@@ -927,10 +958,10 @@ extension PostgreSQLLedger {
                 ])
             effects.revocationChanged = true
         }
-        guard let original = notification.originalTransactionId else { return .recorded(effects) }
+        guard let original = update.originalTransactionId else { return effects }
         let subscription = [app, original]
         let stored = try connection.rows(NotificationStatement.selectStateOrder, subscription).first
-        if let transaction = notification.transaction {
+        if let transaction = update.transaction {
             let current = stored?[0].map { transactionId in
                 FreshestFacts.TransactionOrder(
                     transactionId: transactionId, expiresDate: stored?[1].flatMap { Int64($0) },
@@ -943,12 +974,12 @@ extension PostgreSQLLedger {
                     subscription + [
                         transaction.signedTransaction, order.transactionId, order.expiresDate.map { String($0) },
                         order.purchaseDate.map { String($0) }, order.signedDate.map { String($0) },
-                        String(notification.receivedAt),
+                        String(update.receivedAt),
                     ])
                 effects.transactionKept = true
             }
         }
-        if let renewalInfo = notification.renewalInfo {
+        if let renewalInfo = update.renewalInfo {
             // Renewal info kept without a signedDate orders before any other.
             let current = stored?[5] == "t" ? stored?[4].flatMap { Int64($0) } ?? .min : nil
             if FreshestFacts.isNewer(renewalSignedAt: renewalInfo.signedDate, than: current) {
@@ -956,12 +987,12 @@ extension PostgreSQLLedger {
                     NotificationStatement.keepRenewalInfo,
                     subscription + [
                         renewalInfo.signedRenewalInfo, renewalInfo.signedDate.map { String($0) },
-                        String(notification.receivedAt),
+                        String(update.receivedAt),
                     ])
                 effects.renewalInfoKept = true
             }
         }
-        return .recorded(effects)
+        return effects
     }
 
     public func notification(uuid: String) throws(LedgerError) -> RecordedNotification? {

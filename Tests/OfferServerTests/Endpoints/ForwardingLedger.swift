@@ -49,6 +49,9 @@ class ForwardingLedger: Ledger, @unchecked Sendable {
         _ notification: ReceivedNotification,
         completion: @escaping @Sendable (Result<NotificationOutcome, LedgerError>) -> Void
     ) { memory.recordNotification(notification, completion: completion) }
+    func recordState(
+        _ update: SubscriptionUpdate, completion: @escaping @Sendable (Result<NotificationEffects, LedgerError>) -> Void
+    ) { memory.recordState(update, completion: completion) }
     func notification(uuid: String) throws(LedgerError) -> RecordedNotification? { try memory.notification(uuid: uuid) }
     func redemptions(customerKey: String) throws(LedgerError) -> [RecordedRedemption] {
         try memory.redemptions(customerKey: customerKey)
@@ -58,7 +61,7 @@ class ForwardingLedger: Ledger, @unchecked Sendable {
     ) throws(LedgerError) -> ServerKnownState? {
         try memory.state(bundleId: bundleId, namespace: namespace, originalTransactionId: originalTransactionId)
     }
-    func checkReadiness() throws(LedgerError) { try memory.checkReadiness() }
+    func checkReadiness() throws(LedgerError) { memory.checkReadiness() }
     var backendName: String { memory.backendName }
     var commitStatistics: CommitStatistics? { memory.commitStatistics }
 }
