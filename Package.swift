@@ -54,7 +54,9 @@ let package = Package(
         .testTarget(name: "OfferCoreTests", dependencies: ["OfferAPI", "OfferCore", "OfferCrypto", "OfferTesting"]),
         .testTarget(
             name: "OfferServerTests",
-            dependencies: ["OfferServer", "OfferStore", "OfferAPI", "OfferCore", "OfferCrypto", "OfferTesting"]),
+            dependencies: [
+                "OfferServer", "OfferStore", "OfferAppStore", "OfferAPI", "OfferCore", "OfferCrypto", "OfferTesting",
+            ]),
         .testTarget(name: "OfferStoreTests", dependencies: ["OfferStore", "OfferCore"]),
         .testTarget(name: "OfferKitTests", dependencies: ["OfferKit", "OfferAPI"]),
         .testTarget(

@@ -25,7 +25,7 @@ public final class AppStoreServerAPI: Sendable {
     public let settings: AppStoreServerAPISettings
     /// The app's Apple ID, checked in Production answers by `StatusResponse.verified`.
     public let appAppleId: Int64?
-    private let key: OfferSigningKey
+    let key: OfferSigningKey
     private let client: HTTPSClient
     private let clock: @Sendable () -> Int64
     private let events: @Sendable (AppStoreServerAPIEvent) -> Void

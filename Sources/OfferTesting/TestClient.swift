@@ -1,5 +1,6 @@
 import Dispatch
 import OfferAPI
+import OfferAppStore
 import OfferCore
 import OfferCrypto
 import OfferServer
@@ -75,7 +76,8 @@ public final class TestClient: Sendable {
 
     /// A service built from `configuration` as `serve` builds it: its keys loaded through `loadKey` (a path in,
     /// a key out; the key file by default), its trusted roots read, its `storage` opened (`memory` gives a
-    /// fresh `MemoryLedger`), its `rateLimit` on.
+    /// fresh `MemoryLedger`), its `rateLimit` on, its lookups at the App Store Server API on an HTTPS client of its
+    /// own.
     public convenience init(
         configuration: Configuration, clock: TestClock = TestClock(), nonces: TestNonces = .sequence(),
         loadKey: (String) throws -> SigningKey = PrivateKeyFile.load, log: Logger = Logger(level: .error),
@@ -85,7 +87,8 @@ public final class TestClient: Sendable {
         let ledger = try configuration.settings.storage.open()
         let service = OfferService(
             snapshot: try OfferService.snapshot(configuration, catalog: catalog, ledger: ledger), ledger: ledger,
-            rateLimit: configuration.settings.rateLimit, clock: clock.read, nonce: nonces.next, log: log)
+            rateLimit: configuration.settings.rateLimit, clock: clock.read, nonce: nonces.next, log: log,
+            appStoreClient: try HTTPSClient())
         self.init(service: service, clock: clock, nonces: nonces, timeout: timeout)
     }
 

@@ -1,3 +1,4 @@
+import OfferAppStore
 import OfferCore
 import OfferCrypto
 import OfferServer
@@ -69,9 +70,17 @@ enum ServeCommand {
         } catch {
             throw CommandError(error.description)
         }
+        // One HTTPS client for every lookup at the App Store Server API, whatever reloads bring: idle, it holds no
+        // thread.
+        let appStoreClient: HTTPSClient
+        do {
+            appStoreClient = try HTTPSClient()
+        } catch {
+            throw CommandError(error.message)
+        }
         let service = OfferService(
             snapshot: try snapshot(configuration, catalog: catalog, ledger: ledger), ledger: ledger,
-            rateLimit: settings.rateLimit, clock: SystemClock.nowMilliseconds, log: log)
+            rateLimit: settings.rateLimit, clock: SystemClock.nowMilliseconds, log: log, appStoreClient: appStoreClient)
         let server = HTTPServer(limits: limits, handler: service.handle)
         do {
             try server.start(host: host, port: port)

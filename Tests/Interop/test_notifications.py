@@ -271,8 +271,8 @@ def test_the_newer_state_apple_notified_judges_an_older_transaction(notified, te
                                    "signedTransaction": old}))
     explained = run_cli("explain", "--config", str(config), "--request", str(request))
     assert explained.returncode == 3, explained.stdout + explained.stderr
-    assert ("sources: transaction from a notification (server-known state, newer than the request's); renewal info "
-            "from a notification") in explained.stdout, explained.stdout
+    assert ("sources: transaction from Apple (server-known state, newer than the request's); renewal info "
+            "from Apple") in explained.stdout, explained.stdout
 
     # The reverse: an old lapsed transaction cannot hide a renewal Apple notified.
     renewed = "3000000000000201"

@@ -50,4 +50,35 @@ struct RedirectTests {
         #expect(apis["com.example.calls"]?.appAppleId == 42)
         #expect(apis["com.example.silent"] == nil)
     }
+
+    @Test(
+        "a new catalog keeps the client of an app whose settings, appAppleId and key are the same, and no other",
+        arguments: ["same", "settings", "appAppleId", "key"])
+    func reuse(change: String) throws {
+        let key = AppDefinition.Key(keyId: "TESTKEY001", privateKeyFile: "unused.p8")
+        func catalog(
+            timeout: Int = 5000, appAppleId: Int64 = 42, signingKey: SigningKey
+        ) throws -> Catalog {
+            let app = AppDefinition(
+                bundleId: "com.example.calls", issuerId: FakeAPIHarness.issuerId, keys: [key], appAppleId: appAppleId,
+                appStoreServerAPI: AppStoreServerAPISettings(keyId: "TESTKEY001", timeoutMilliseconds: timeout))
+            return try Catalog.load([app], loadKey: { _ in signingKey })
+        }
+        let signingKey = try SigningKey.generate()
+        let client = try HTTPSClient()
+        let first = AppStoreServerAPIs(catalog: try catalog(signingKey: signingKey), client: client, clock: { 0 })
+        // The same key read again from its file is another object with the same key.
+        let reread = try SigningKey(pem: try signingKey.pkcs8PEM())
+        let next: Catalog
+        switch change {
+        case "settings": next = try catalog(timeout: 4000, signingKey: reread)
+        case "appAppleId": next = try catalog(appAppleId: 43, signingKey: reread)
+        case "key": next = try catalog(signingKey: try SigningKey.generate())
+        default: next = try catalog(signingKey: reread)
+        }
+        let second = AppStoreServerAPIs(catalog: next, client: client, clock: { 0 }, reusing: first)
+        let before = try #require(first["com.example.calls"])
+        let after = try #require(second["com.example.calls"])
+        #expect((after === before) == (change == "same"))
+    }
 }

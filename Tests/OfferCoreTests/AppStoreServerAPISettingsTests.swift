@@ -26,6 +26,8 @@ struct AppStoreServerAPISettingsTests {
         #expect(settings.environments == [.production, .sandbox])
         #expect(settings.timeoutMilliseconds == 5000)
         #expect(settings.cacheSeconds == 60)
+        #expect(settings.refreshAfterSeconds == nil)
+        #expect(settings.refreshTimeoutMilliseconds == 1500)
         #expect(settings.baseURL(for: .production) == "https://api.storekit.apple.com")
         #expect(settings.baseURL(for: .sandbox) == "https://api.storekit-sandbox.apple.com")
         #expect(app?.appAppleId == 1_234_567_890)
@@ -44,6 +46,19 @@ struct AppStoreServerAPISettingsTests {
         #expect(settings.baseURL(for: .production) == "http://127.0.0.1:8081")
         #expect(settings.baseURL(for: .sandbox) == "http://127.0.0.1:8081/sandbox")
         #expect(app?.appAppleId == nil)
+    }
+
+    @Test("refresh settings: after how many seconds data is looked up again, and how long a decision waits for it")
+    func refresh() throws {
+        let (app, errors) = try parse(
+            #""appStoreServerAPI": {"keyId": "TESTKEY001", "refreshAfterSeconds": 3600, "#
+                + #""refreshTimeoutMilliseconds": 400}"#)
+        #expect(errors == [])
+        #expect(app?.appStoreServerAPI?.refreshAfterSeconds == 3600)
+        #expect(app?.appStoreServerAPI?.refreshTimeoutMilliseconds == 400)
+        // A lookup's own timeout below the default wait bounds the wait.
+        let (short, _) = try parse(#""appStoreServerAPI": {"keyId": "TESTKEY001", "timeoutMilliseconds": 800}"#)
+        #expect(short?.appStoreServerAPI?.refreshTimeoutMilliseconds == 800)
     }
 
     @Test("an app that refuses Sandbox looks up Production only, and may not name Sandbox")
@@ -95,6 +110,16 @@ struct AppStoreServerAPISettingsTests {
                 #"$.apps[0].appStoreServerAPI.cacheSecond: unknown key; did you mean "cacheSeconds"?"#
             ),
             (#""appStoreServerAPI": {}"#, "$.apps[0].appStoreServerAPI.keyId: is required"),
+            (
+                #""appStoreServerAPI": {"keyId": "TESTKEY001", "refreshAfterSeconds": 0}"#,
+                "$.apps[0].appStoreServerAPI.refreshAfterSeconds: expected an integer from 1 to 31536000, found 0"
+            ),
+            (
+                #""appStoreServerAPI": {"keyId": "TESTKEY001", "timeoutMilliseconds": 1000, "#
+                    + #""refreshTimeoutMilliseconds": 2000}"#,
+                "$.apps[0].appStoreServerAPI.refreshTimeoutMilliseconds: must not exceed timeoutMilliseconds (1000): "
+                    + "no lookup takes longer"
+            ),
             (
                 #""appAppleId": "1234""#,
                 "$.apps[0].appAppleId: expected an integer from 1 to 9223372036854775807, found a string"

@@ -14,6 +14,13 @@ public struct AppStoreServerAPISettings: Sendable, Equatable {
     /// Replaces Apple's hosts, for tests against the test kit's fake: Production at this URL, Sandbox at
     /// `baseURL + "/sandbox"`. HTTPS, or plain HTTP to a loopback address only.
     public var baseURL: String?
+    /// When set, decisions that can wait (the signature routes, `/v1/eligibility`) look the request's subscription
+    /// up first if the newest data the service has for it (the request's or the server-known state) was signed
+    /// longer ago than this many seconds; `nil`: never.
+    public var refreshAfterSeconds: Int?
+    /// The longest such a decision waits for its lookup; then it decides on what is known. At most
+    /// `timeoutMilliseconds`.
+    public var refreshTimeoutMilliseconds: Int
 
     /// Apple's Production host (APPLE-S2S.md section 3.1).
     public static let productionURL = "https://api.storekit.apple.com"
@@ -23,19 +30,24 @@ public struct AppStoreServerAPISettings: Sendable, Equatable {
     public static let sandboxPathPrefix = "/sandbox"
     public static let defaultTimeoutMilliseconds = 5000
     public static let defaultCacheSeconds = 60
+    public static let defaultRefreshTimeoutMilliseconds = 1500
     /// The environments a lookup can name: the API has no Xcode or local testing host.
     public static let lookupEnvironments: [AppStoreEnvironment] = [.production, .sandbox]
 
     public init(
         keyId: String, environments: [AppStoreEnvironment] = [.production, .sandbox],
         timeoutMilliseconds: Int = AppStoreServerAPISettings.defaultTimeoutMilliseconds,
-        cacheSeconds: Int = AppStoreServerAPISettings.defaultCacheSeconds, baseURL: String? = nil
+        cacheSeconds: Int = AppStoreServerAPISettings.defaultCacheSeconds, baseURL: String? = nil,
+        refreshAfterSeconds: Int? = nil, refreshTimeoutMilliseconds: Int? = nil
     ) {
         self.keyId = keyId
         self.environments = Self.lookupEnvironments.filter(environments.contains)
         self.timeoutMilliseconds = timeoutMilliseconds
         self.cacheSeconds = cacheSeconds
         self.baseURL = baseURL
+        self.refreshAfterSeconds = refreshAfterSeconds
+        self.refreshTimeoutMilliseconds = min(
+            refreshTimeoutMilliseconds ?? Self.defaultRefreshTimeoutMilliseconds, timeoutMilliseconds)
     }
 
     /// Where the API of `environment` is: Apple's host, or the test override.
@@ -86,11 +98,21 @@ public struct AppStoreServerAPISettings: Sendable, Equatable {
         if let text = reader.string("baseURL", required: false) {
             baseURL = checkedBaseURL(text, path: "\(path).baseURL", errors: &errors)
         }
+        let refreshAfter = reader.int("refreshAfterSeconds", range: 1...31_536_000)
+        let refreshTimeout = reader.int("refreshTimeoutMilliseconds", range: 10...60_000)
+        if let refreshTimeout, refreshTimeout > timeout ?? defaultTimeoutMilliseconds {
+            errors.append(
+                ConfigError(
+                    path: "\(path).refreshTimeoutMilliseconds",
+                    "must not exceed timeoutMilliseconds (\(timeout ?? defaultTimeoutMilliseconds)): no lookup takes longer"
+                ))
+        }
         reader.finish(into: &errors)
         guard let keyId, !environments.isEmpty else { return nil }
         return AppStoreServerAPISettings(
             keyId: keyId, environments: environments, timeoutMilliseconds: timeout ?? defaultTimeoutMilliseconds,
-            cacheSeconds: cacheSeconds ?? defaultCacheSeconds, baseURL: baseURL)
+            cacheSeconds: cacheSeconds ?? defaultCacheSeconds, baseURL: baseURL, refreshAfterSeconds: refreshAfter,
+            refreshTimeoutMilliseconds: refreshTimeout)
     }
 
     /// The override without a trailing `/`, when it is HTTPS (or HTTP to loopback) with no query or fragment.

@@ -4,8 +4,8 @@ public struct VerifiedCustomer: Sendable {
     public enum Source: String, Sendable, Equatable {
         /// The request's own signed data.
         case request
-        /// The customer's server-known state, kept from Apple's notifications because it was newer
-        /// (`FreshestFacts`).
+        /// The customer's server-known state, kept from Apple's notifications and App Store Server API lookups,
+        /// because it was newer (`FreshestFacts`).
         case notification
     }
 

@@ -97,6 +97,12 @@ public final class Metrics: Sendable {
             name: "offer_signer_apple_api_circuit_state",
             help: "The App Store Server API circuit breaker by app and environment: 0 closed, 1 half-open, 2 open.",
             type: "gauge", index: 22)
+        public static let subscriptionLookups = Family(
+            name: "offer_signer_subscription_lookups_total",
+            help:
+                "Subscriptions looked up at Apple for a decision (refresh, retention) by app and result: found, "
+                + "not_found, or why nothing was learnt (timeout, untrusted, storage_unavailable, ...).",
+            type: "counter", index: 23)
 
         /// The order families are rendered in.
         static let all: [Family] = [
@@ -104,7 +110,7 @@ public final class Metrics: Sendable {
             .signedDataRejected, .ledgerCommits, .ledgerRecords, .ledgerCommitMicroseconds, .ledgerLargestGroup,
             .offerBudgetRemaining, .offerReservations, .offerRedemptions, .notifications, .appleAPILookups,
             .appleAPILookupMilliseconds,
-            .appleAPICalls, .appleAPICallMilliseconds, .appleAPICache, .appleAPIBreaker,
+            .appleAPICalls, .appleAPICallMilliseconds, .appleAPICache, .appleAPIBreaker, .subscriptionLookups,
         ]
     }
 

@@ -6,10 +6,12 @@ import OfferStore
 /// `POST /v1/signatures/promotional-offer` and `POST /v1/signatures/introductory-offer-eligibility`: decide
 /// (through `EligibilityService`), sign with the app's active key, and answer once the ledger has the signature
 /// on disk, within the offer's limits. Both routes answer later: the worker thread hands the record to the
-/// ledger's writer and moves on, and the writer's group commit answers (see `Ledger.record`).
+/// ledger's writer and moves on, and the writer's group commit answers (see `Ledger.record`); and when the request's
+/// subscription is due a refresh, the decision waits for a lookup at Apple first (`StateRefresh`).
 struct SignatureRoutes {
     let ledger: (any Ledger)?
     let nonce: OfferService.NonceSource
+    let refresh: StateRefresh
 
     var routes: [Route] {
         [
@@ -28,6 +30,20 @@ struct SignatureRoutes {
                 respond(repeated(previous, idempotency, offerId: body.offerId, context))
                 return
             }
+            refresh.then(body.bundleId, body.signedData, context) {
+                signPromotionalOffer(body, idempotency, context, respond)
+            }
+        } catch {
+            respond(.failure(error))
+        }
+    }
+
+    /// Decides, signs and records a promotional offer (the request decoded, not a repeat).
+    private func signPromotionalOffer(
+        _ body: PromotionalOfferRequest, _ idempotency: Idempotency?, _ context: RequestContext,
+        _ respond: @escaping Route.Respond
+    ) {
+        do {
             // The limits are left to the ledger's atomic count-and-record below: two requests can never both take
             // the last signature.
             let verdict = try context.snapshot.eligibility.promotionalOffer(
@@ -134,6 +150,21 @@ struct SignatureRoutes {
                 respond(repeated(previous, idempotency, offerId: body.offerId ?? "", context))
                 return
             }
+            refresh.then(body.bundleId, body.signedData, context) {
+                signIntroductoryOfferEligibility(body, idempotency, context, respond)
+            }
+        } catch {
+            respond(.failure(error))
+        }
+    }
+
+    /// Decides and signs introductory offer eligibility, and records the signature (the request decoded, not a
+    /// repeat).
+    private func signIntroductoryOfferEligibility(
+        _ body: IntroductoryOfferEligibilityRequest, _ idempotency: Idempotency?, _ context: RequestContext,
+        _ respond: @escaping Route.Respond
+    ) {
+        do {
             let verdict = try context.snapshot.eligibility.introductoryOffer(
                 bundleId: body.bundleId, productId: body.productId, offerId: body.offerId,
                 signedData: body.signedData, now: context.now)

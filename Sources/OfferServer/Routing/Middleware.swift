@@ -79,7 +79,7 @@ public struct MetricsMiddleware: Middleware {
 }
 
 /// One line per request at info level: request ID, method, route, status, duration, and what the handler
-/// recorded (app, offer, decision, reason code). Never a JWS, a token, a key or signed data: only identifiers
+/// recorded (app, offer, decision, reason code, a lookup at Apple before deciding). Never a JWS, a token, a key or signed data: only identifiers
 /// and codes reach it.
 public struct AccessLogMiddleware: Middleware {
     public init() {}
@@ -96,6 +96,7 @@ public struct AccessLogMiddleware: Middleware {
         if let offer = facts.offer { fields.append(("offer", offer)) }
         if let decision = facts.decision { fields.append(("decision", decision)) }
         if let reason = facts.reason { fields.append(("reason", reason)) }
+        if let refresh = facts.refresh { fields.append(("refresh", refresh)) }
         context.log.info("request", fields)
     }
 }

@@ -68,18 +68,21 @@ public struct Explanation: Sendable {
             switch endpoint {
             case .promotionalOffer:
                 let decoded = try PromotionalOfferRequest(json: request)
+                lines += refreshLines(service, decoded.bundleId, decoded.signedData, now: now)
                 let verdict = try service.promotionalOffer(
                     bundleId: decoded.bundleId, productId: decoded.productId, offerId: decoded.offerId,
                     signedData: decoded.signedData, now: now)
                 return decided(verdict, lines: lines, intro: false)
             case .introductoryOfferEligibility:
                 let decoded = try IntroductoryOfferEligibilityRequest(json: request)
+                lines += refreshLines(service, decoded.bundleId, decoded.signedData, now: now)
                 let verdict = try service.introductoryOffer(
                     bundleId: decoded.bundleId, productId: decoded.productId, offerId: decoded.offerId,
                     signedData: decoded.signedData, now: now)
                 return decided(verdict, lines: lines, intro: true)
             case .eligibility:
                 let decoded = try EligibilityRequest(json: request)
+                lines += refreshLines(service, decoded.bundleId, decoded.signedData, now: now)
                 let listing = try service.eligibleOffers(
                     bundleId: decoded.bundleId, productIds: decoded.productIds, signedData: decoded.signedData,
                     now: now)
@@ -92,6 +95,22 @@ public struct Explanation: Sendable {
         } catch {
             return failed(OfferError.internalError, lines: lines)
         }
+    }
+
+    /// What the service would do before deciding that `explain` does not: look the subscription up at Apple, when
+    /// the app's `refreshAfterSeconds` says the data is too old (`EligibilityService.refresh`). Explain never calls
+    /// Apple, so the service may answer from fresher facts than these.
+    private static func refreshLines(
+        _ service: EligibilityService, _ bundleId: String, _ signedData: SignedData, now: Int64
+    ) -> [String] {
+        guard let refresh = service.refresh(bundleId: bundleId, signedData: signedData, now: now) else { return [] }
+        let signed =
+            refresh.newestSignedDate == .min ? "never signed" : "signed \(ISO8601.format(refresh.newestSignedDate))"
+        return [
+            "refresh: the newest data for the subscription was \(signed), longer ago than refreshAfterSeconds "
+                + "(\(refresh.refreshAfterSeconds)): the service looks it up at Apple before deciding (up to "
+                + "\(refresh.timeoutMilliseconds) ms); explain does not, so the service may decide on fresher facts"
+        ]
     }
 
     /// Which endpoint `request` belongs to: an offer ID (in the body or given) of a promotional or intro offer
@@ -210,12 +229,12 @@ public struct Explanation: Sendable {
     }
 
     /// Where the transaction and renewal info decided on came from: the request, or the customer's server-known
-    /// state when a notification's was newer.
+    /// state (what Apple's notifications and lookups told) when that was newer.
     private static func sourcesLine(_ customer: VerifiedCustomer) -> String {
         func describe(_ name: String, _ source: VerifiedCustomer.Source?) -> String? {
             switch source {
             case .request?: return "\(name) from the request"
-            case .notification?: return "\(name) from a notification (server-known state, newer than the request's)"
+            case .notification?: return "\(name) from Apple (server-known state, newer than the request's)"
             case nil: return nil
             }
         }

@@ -1,12 +1,13 @@
 import OfferAPI
+import OfferAppStore
 import OfferCore
 import OfferCrypto
 import OfferStore
 import Synchronization
 
 /// The running service: the configuration in force (replaced whole by `reload`), the ledger, the clock, the
-/// nonce source, metrics and the log, and the router with every route. `handle` is the HTTP server's handler;
-/// tests call it in process.
+/// nonce source, metrics and the log, the lookups at Apple, and the router with every route. `handle` is the HTTP
+/// server's handler; tests call it in process.
 public final class OfferService: Sendable {
     /// Wall clock in Unix milliseconds; tests pass a fixed one.
     public typealias Clock = @Sendable () -> Int64
@@ -20,12 +21,17 @@ public final class OfferService: Sendable {
     public let nonce: NonceSource
     public let metrics: Metrics
     public let log: Logger
+    /// Subscriptions looked up at the App Store Server API, for apps with `appStoreServerAPI`: refreshes before
+    /// decisions (`refreshAfterSeconds`) and any route that needs a customer's state from Apple (pass it on as
+    /// `any SubscriptionLookup`). Made once, with the service; a reload updates it, keeping the clients (caches,
+    /// breakers) of apps whose API settings did not change. `nil` without an HTTPS client.
+    public let subscriptionLookup: AppStoreSubscriptionLookup?
     private let router: Router
 
     public init(
         snapshot: Snapshot, ledger: (any Ledger)?, rateLimit: Settings.RateLimit? = nil, clock: @escaping Clock,
         nonce: @escaping NonceSource = SecureRandom.uuidV4, metrics: Metrics = Metrics(),
-        log: Logger = Logger(level: .info)
+        log: Logger = Logger(level: .info), appStoreClient: HTTPSClient? = nil
     ) {
         let current = SnapshotBox(snapshot)
         self.current = current
@@ -35,12 +41,19 @@ public final class OfferService: Sendable {
         self.metrics = metrics
         self.log = log
         metrics.set(.configuration, ["configuration": snapshot.configuration], to: 1)
+        let lookup = appStoreClient.map {
+            AppStoreSubscriptionLookup(
+                snapshot: snapshot, ledger: ledger, client: $0, clock: clock, metrics: metrics, log: log)
+        }
+        subscriptionLookup = lookup
+        let refresh = StateRefresh(lookup: lookup)
         var api: [any Middleware] = [AccessLogMiddleware(), MetricsMiddleware(metrics)]
         if let rateLimit { api.append(RateLimitMiddleware(rateLimit)) }
         let operations: [any Middleware] = [MetricsMiddleware(metrics)]
         let apple: [any Middleware] = [AccessLogMiddleware(), MetricsMiddleware(metrics)]
         let routes =
-            SignatureRoutes(ledger: ledger, nonce: nonce).routes + EligibilityRoutes().routes
+            SignatureRoutes(ledger: ledger, nonce: nonce, refresh: refresh).routes
+            + EligibilityRoutes(refresh: refresh).routes
             + NotificationRoutes(ledger: ledger).routes + HealthRoutes(ledger: ledger, metrics: metrics).routes
         self.router = Router(
             routes: routes, middleware: [.api: api, .operations: operations, .apple: apple],
@@ -65,10 +78,12 @@ public final class OfferService: Sendable {
     public var snapshot: Snapshot { current.get() }
 
     /// Serves later requests from `configuration` with `catalog`; requests in flight finish with the one they
-    /// started with. The ledger is kept: its records outlive configurations.
+    /// started with. The ledger is kept: its records outlive configurations; so are the lookups' clients of apps
+    /// whose `appStoreServerAPI`, key and `appAppleId` did not change.
     public func replace(_ configuration: Configuration, catalog: Catalog) throws(ConfigErrors) {
         let next = try Self.snapshot(configuration, catalog: catalog, ledger: ledger)
         current.set(next)
+        subscriptionLookup?.update(next)
         metrics.set(.configuration, ["configuration": next.configuration], to: 1)
     }
 

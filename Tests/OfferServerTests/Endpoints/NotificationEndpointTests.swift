@@ -354,8 +354,8 @@ struct NotificationEndpointTests {
                 request, offerId: nil, service: readOnly.eligibility, now: client.clock.now, ledger: "memory")
             #expect(
                 explanation.text.contains(
-                    "sources: transaction from the request; renewal info from a notification (server-known state, "
-                        + "newer than the request's)"), "\(explanation.text)")
+                    "sources: transaction from the request; renewal info from Apple (server-known state, newer than "
+                        + "the request's)"), "\(explanation.text)")
             #expect(explanation.text.contains("autoRenew=false"), "\(explanation.text)")
             // The purchase with the offer was not recorded by explain.
             #expect(try ledger.redemptions(customerKey: Self.customer).isEmpty)
