@@ -110,51 +110,30 @@ extension FakeAppStoreServerAPI {
     /// The fake's pagination tokens: this, then the offset of the next page.
     static let tokenPrefix = "fake-page-"
 
-    /// A notification's payload ready to sign: dates resolved, Apple's defaults filled in (a stable
-    /// `notificationUUID` per environment and place, `version`, `signedDate` now, the app and environment in
-    /// `data`), nested transaction and renewal info templates signed. Also the transaction IDs it is about.
+    /// A notification's payload ready to sign, made by `NotificationTemplate` (the one way the test kit builds a
+    /// notification): dates resolved, Apple's defaults filled in (a stable `notificationUUID` per environment and
+    /// place, `version`, `signedDate` now, the app and environment in `data`, and in Production the scenario's
+    /// `appAppleId`), nested transaction and renewal info templates signed. Also the transaction IDs it is about.
     private func notificationPayload(
-        _ template: JSONValue, index: Int, environment: AppStoreEnvironment, _ scenario: FakeAppStoreScenario,
+        _ written: JSONValue, index: Int, environment: AppStoreEnvironment, _ scenario: FakeAppStoreScenario,
         now: Int64, place: String
     ) throws -> (JSONValue, Set<String>) {
-        guard case .object(var fields) = template else { throw Problem("\(place).payload: expected an object") }
-        fields["signedDate"] = .int(try Self.date(fields["signedDate"], now: now, place: "\(place).payload.signedDate"))
-        if fields["notificationUUID"] == nil {
-            let digest = SHA256.hash(Array("\(scenario.bundleId)/\(environment.rawValue)/\(index)".utf8))
-            var raw = Array(digest.prefix(16))
-            raw[6] = (raw[6] & 0x0F) | 0x40
-            raw[8] = (raw[8] & 0x3F) | 0x80
-            fields["notificationUUID"] = .string(SecureRandom.formatUUID(raw))
+        let digest = SHA256.hash(Array("\(scenario.bundleId)/\(environment.rawValue)/\(index)".utf8))
+        var raw = Array(digest.prefix(16))
+        raw[6] = (raw[6] & 0x0F) | 0x40
+        raw[8] = (raw[8] & 0x3F) | 0x80
+        let template: NotificationTemplate
+        do {
+            template = try NotificationTemplate(
+                decoded: written, uuid: SecureRandom.formatUUID(raw), bundleId: scenario.bundleId,
+                environment: environment.rawValue, appAppleId: environment == .production ? scenario.appAppleId : nil,
+                now: now)
+        } catch {
+            throw Problem("\(place).payload: \(error.message)")
         }
-        if fields["version"] == nil { fields["version"] = .string("2.0") }
-        var transactionIds: Set<String> = []
-        if case .object(var data)? = fields["data"] {
-            for (name, value) in Self.defaults(scenario, environment, app: true) where data[name] == nil {
-                data[name] = value
-            }
-            if environment == .production, data["appAppleId"] == nil, let appAppleId = scenario.appAppleId {
-                data["appAppleId"] = .int(appAppleId)
-            }
-            if case .object = data["signedTransactionInfo"] {
-                let transaction = try Self.resolved(
-                    data["signedTransactionInfo"]!, kind: .transaction,
-                    defaults: Self.defaults(scenario, environment, app: true), now: now,
-                    place: "\(place).payload.data.signedTransactionInfo")
-                for name in ["transactionId", "originalTransactionId"] {
-                    if let id = transaction[name]?.stringValue { transactionIds.insert(id) }
-                }
-                data["signedTransactionInfo"] = .string(try authority.sign(transaction))
-            }
-            if case .object = data["signedRenewalInfo"] {
-                let renewalInfo = try Self.resolved(
-                    data["signedRenewalInfo"]!, kind: .renewalInfo,
-                    defaults: Self.defaults(scenario, environment, app: false), now: now,
-                    place: "\(place).payload.data.signedRenewalInfo")
-                data["signedRenewalInfo"] = .string(try authority.sign(renewalInfo))
-            }
-            fields["data"] = .object(data)
-        }
-        return (.object(fields), transactionIds)
+        let transactionIds = Set(
+            ["transactionId", "originalTransactionId"].compactMap { template.transaction?[$0]?.stringValue })
+        return (try template.payload(signing: authority.sign), transactionIds)
     }
 
     private static func sendAttempt(_ value: JSONValue, now: Int64, place: String) throws -> SendAttemptItem {

@@ -31,6 +31,10 @@ public struct NotificationTemplate: Sendable {
     public var renewalInfo: JSONValue?
     /// When Apple signed it, Unix milliseconds.
     public var signedDate: Int64
+    /// Other members of the payload, written as they are (`summary`, `version`, members Apple may add).
+    public var otherFields: [String: JSONValue] = [:]
+    /// Other members of `data`, written as they are (a `signedTransactionInfo` already signed, say).
+    public var otherData: [String: JSONValue] = [:]
 
     public init(
         type: String, subtype: String? = nil, uuid: String, bundleId: String, environment: String = "Sandbox",
@@ -67,12 +71,93 @@ public struct NotificationTemplate: Sendable {
             data["signedRenewalInfo"] = .string(
                 try sign(filled(renewalInfo, with: ["environment": .string(environment)])))
         }
+        for (name, value) in otherData { data[name] = value }
         var fields: [String: JSONValue] = [
             "notificationType": .string(notificationType), "notificationUUID": .string(notificationUUID),
             "data": .object(data), "version": .string("2.0"), "signedDate": .int(signedDate),
         ]
         if let subtype { fields["subtype"] = .string(subtype) }
+        for (name, value) in otherFields { fields[name] = value }
         return .object(fields)
+    }
+
+    /// A notification written as its decoded payload (the fake App Store Server API's state file), made into a
+    /// template: `notificationType` (required), `subtype`, `notificationUUID` (else `uuid`), `signedDate` (a date
+    /// as `PayloadTemplate` reads it, else `now`), and in `data` the app, environment, `appAppleId` (else the ones
+    /// given), `bundleVersion`, `status`, and `signedTransactionInfo` and `signedRenewalInfo` as payload templates
+    /// when they are objects (dates resolved at `now`). Any other member, of the payload or of `data`, is written
+    /// as it is.
+    public init(
+        decoded payload: JSONValue, uuid: String, bundleId: String, environment: String, appAppleId: Int64?,
+        now: Int64
+    ) throws(PayloadTemplate.Error) {
+        guard case .object(var fields) = payload else {
+            throw PayloadTemplate.Error(
+                "a notification payload must be a JSON object, found \(payload.typeDescription)")
+        }
+        guard case .string(let type)? = fields.removeValue(forKey: "notificationType") else {
+            throw PayloadTemplate.Error("notificationType: a string is required")
+        }
+        func string(_ value: JSONValue?, _ name: String) throws(PayloadTemplate.Error) -> String? {
+            switch value {
+            case nil: return nil
+            case .string(let text)?: return text
+            case let other?: throw PayloadTemplate.Error("\(name): expected a string, found \(other.typeDescription)")
+            }
+        }
+        let subtype = try string(fields.removeValue(forKey: "subtype"), "subtype")
+        let notificationUUID = try string(fields.removeValue(forKey: "notificationUUID"), "notificationUUID") ?? uuid
+        let signedDate: Int64
+        switch fields.removeValue(forKey: "signedDate") {
+        case nil, .null?: signedDate = now
+        case .int(let milliseconds)?: signedDate = milliseconds
+        case .string(let text)?:
+            guard let date = PayloadTemplate.date(text, now: now) else {
+                throw PayloadTemplate.Error("signedDate: \"\(text)\" is no date")
+            }
+            signedDate = date
+        case let other?: throw PayloadTemplate.Error("signedDate: expected a date, found \(other.typeDescription)")
+        }
+        var data: [String: JSONValue] = [:]
+        switch fields.removeValue(forKey: "data") {
+        case nil: break
+        case .object(let members)?: data = members
+        case let other?: throw PayloadTemplate.Error("data: expected an object, found \(other.typeDescription)")
+        }
+        let dataBundleId = try string(data.removeValue(forKey: "bundleId"), "data.bundleId") ?? bundleId
+        let dataEnvironment = try string(data.removeValue(forKey: "environment"), "data.environment") ?? environment
+        var dataAppAppleId = appAppleId
+        if let value = data.removeValue(forKey: "appAppleId") {
+            guard let number = value.int64Value else {
+                throw PayloadTemplate.Error("data.appAppleId: expected an integer, found \(value.typeDescription)")
+            }
+            dataAppAppleId = number
+        }
+        let bundleVersion = try string(data.removeValue(forKey: "bundleVersion"), "data.bundleVersion") ?? "1"
+        var status: Int?
+        if let value = data.removeValue(forKey: "status") {
+            guard let number = value.int64Value else {
+                throw PayloadTemplate.Error("data.status: expected an integer, found \(value.typeDescription)")
+            }
+            status = Int(number)
+        }
+        // A nested payload written as an object: a template of `kind`, dates resolved; else kept as written.
+        func nested(_ name: String, _ kind: SignedDataKind) throws(PayloadTemplate.Error) -> JSONValue? {
+            guard case .object = data[name] else { return nil }
+            do {
+                return try PayloadTemplate(data.removeValue(forKey: name)!, kind: kind, now: now).payload
+            } catch {
+                throw PayloadTemplate.Error("data.\(name): \(error.message)")
+            }
+        }
+        let transaction = try nested("signedTransactionInfo", .transaction)
+        let renewalInfo = try nested("signedRenewalInfo", .renewalInfo)
+        self.init(
+            type: type, subtype: subtype, uuid: notificationUUID, bundleId: dataBundleId, environment: dataEnvironment,
+            appAppleId: dataAppAppleId, bundleVersion: bundleVersion, status: status, transaction: transaction,
+            renewalInfo: renewalInfo, signedDate: signedDate)
+        otherFields = fields
+        otherData = data
     }
 
     /// The notification's JWS, signed (with its nested data) by `factory`'s test chain.

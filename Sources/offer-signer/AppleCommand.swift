@@ -11,7 +11,8 @@ enum AppleCommand {
     static func run(_ subcommand: String, _ arguments: ArraySlice<String>) throws -> Int32 {
         switch subcommand {
         case "status": return try status(arguments)
-        default: throw UsageError("unknown apple command '\(subcommand)': status")
+        case "backfill": return try AppleBackfillCommand.run(arguments)
+        default: throw UsageError("unknown apple command '\(subcommand)': status or backfill")
         }
     }
 

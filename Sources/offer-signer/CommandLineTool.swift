@@ -76,7 +76,7 @@ enum CommandLineTool {
         "keys": (["generate", "import-storekit"], Help.keysGenerate + "\n" + Help.keysImportStoreKit),
         "sign": (["promotional-offer", "introductory-offer-eligibility", "legacy"], Help.sign),
         "testkit": (["ca", "sign", "apple-api"], Help.testkit),
-        "apple": (["status"], Help.apple),
+        "apple": (["status", "backfill"], Help.apple),
         "ledger": (["stats", "customer", "forget", "grant", "reset", "actions", "purge"], Help.ledger),
     ]
 

@@ -27,6 +27,7 @@ enum Help {
           ledger actions             every grant and reset, with its reason
           ledger purge               delete the records older than ledgerRetentionDays (totals are kept)
           apple status               one customer's subscriptions from the App Store Server API, verified
+          apple backfill             take in the notifications Apple sent in a period (after an outage)
           testkit                    make test certificates and Apple-like signed data for integration tests;
                                      run a fake App Store Server API
 
@@ -203,6 +204,8 @@ enum Help {
 
     static let apple = """
         Usage: offer-signer apple status --config FILE [--app BUNDLE] --transaction ID
+               offer-signer apple backfill --config FILE [--app BUNDLE] --since ISO8601 [--until ISO8601]
+                   [--environment Production|Sandbox]
 
         Looks up the subscriptions of the customer that transaction ID belongs to (any transaction ID or
         original transaction ID) with the App Store Server API, as the app's "appStoreServerAPI" configures it:
@@ -212,5 +215,14 @@ enum Help {
         authentication JWT or the signed data. --app may be left out when one app has "appStoreServerAPI". Exit
         status 0 when the answer verified, 1 on any failure (the reason printed: unauthorized, not_found,
         rate_limited, timeout, ...), 2 on a usage mistake.
+
+        `backfill` reads the notifications Apple sent (or tried to) between --since and --until (default: now)
+        with Get Notification History, for --app (default: every app with "appStoreServerAPI") in --environment
+        (default: each one the app looks up), and takes each in exactly as POST /v1/apple/notifications does:
+        verified, recorded once by its notificationUUID with what it teaches, into the configuration's ledger
+        (sqlite: or postgresql:, shared with a running service). Run it after an outage. Prints, per app and
+        environment, the notifications read and how many were recorded, duplicate (taken before), ignored and
+        refused (by reason). Running it again is harmless: what was taken is a duplicate. Exit status 0 when every
+        walk ended, 1 when Apple or the ledger failed (what came before was taken in), 2 on a usage mistake.
         """
 }
