@@ -261,6 +261,19 @@ struct ConfigurationTests {
     }
 
     @Test(
+        "refreshAfterSeconds without storage is warned about: nothing would keep what a lookup learns",
+        arguments: [(#""storage": "none", "#, true), (#""storage": "memory", "#, false)])
+    func refreshWithoutStorage(extra: String, warned: Bool) throws {
+        let app = #" "appStoreServerAPI": {"keyId": "K", "refreshAfterSeconds": 60},"#
+        let config = try parse(Self.document(app: app, extra: extra))
+        let warnings = config.warnings(at: 0)
+        #expect(
+            warnings.contains(
+                "$.apps[0].appStoreServerAPI.refreshAfterSeconds: no ledger keeps what a lookup learns, so b's "
+                    + "decisions cannot use it; set \"storage\"") == warned, "\(warnings)")
+    }
+
+    @Test(
         "without storage the ledger is a SQLite file beside the configuration; \"none\" is warned about and takes no limits",
         arguments: [
             ("", false, StorageLocation.sqlite("/etc/offer-signer/offer-signer-ledger.sqlite")),

@@ -18,11 +18,12 @@ extension EligibilityService {
     /// Whether the request's subscription should be looked up at Apple before deciding: the app sets
     /// `appStoreServerAPI.refreshAfterSeconds`, the request carries an auto-renewable subscription's transaction of
     /// an environment the app looks up, and the newest data the service has for that subscription (the request's
-    /// transaction and renewal info, the server-known state's) was signed longer ago than that. `nil` otherwise, and
-    /// whenever the request's data does not verify or the state cannot be read: the decision then says why, the one
-    /// way it always does. Reads, never writes: `explain` asks it too, and only says what the service would do.
+    /// transaction and renewal info, the server-known state's) was signed longer ago than that. `nil` otherwise:
+    /// without server-known state (no ledger: what a lookup learns would not reach the decision), and whenever the
+    /// request's data does not verify or the state cannot be read (the decision then says why, the one way it
+    /// always does). Reads, never writes: `explain` asks it too, and only says what the service would do.
     public func refresh(bundleId: String, signedData: SignedData, now: Int64) -> Refresh? {
-        guard let app = catalog.apps[bundleId], let settings = app.definition.appStoreServerAPI,
+        guard let states, let app = catalog.apps[bundleId], let settings = app.definition.appStoreServerAPI,
             let refreshAfterSeconds = settings.refreshAfterSeconds, let token = signedData.transaction
         else { return nil }
         let trust = trust(app)
@@ -41,8 +42,8 @@ extension EligibilityService {
             newest = max(newest, renewal.signedDate ?? .min)
         }
         consider(renewalInfo: signedData.renewalInfo)
-        if let states,
-            let state = try? states.state(bundleId: app.bundleId, namespace: namespace, originalTransactionId: original)
+        if let state = try? states.state(
+            bundleId: app.bundleId, namespace: namespace, originalTransactionId: original)
         {
             if let token = state.signedTransaction,
                 let stored = try? trust.verify(token, as: JWSTransactionPayload.self, with: verifier),

@@ -63,6 +63,14 @@ extension Configuration {
                         + "App Information) before entering the notification URL")
             }
         }
+        // A refresh keeps what Apple says in the ledger, where the decision reads it.
+        if settings.storage == .none {
+            for app in apps where app.appStoreServerAPI?.refreshAfterSeconds != nil {
+                out.append(
+                    "\(app.path).appStoreServerAPI.refreshAfterSeconds: no ledger keeps what a lookup learns, so "
+                        + "\(app.bundleId)'s decisions cannot use it; set \"storage\"")
+            }
+        }
         if settings.trust.rootCertificateFiles.isEmpty {
             out.append("$.trust: no root certificates; only offers with requiresVerifiedCustomer false can be signed")
         }
