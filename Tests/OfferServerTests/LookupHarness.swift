@@ -119,12 +119,22 @@ final class LookupHarness: @unchecked Sendable {
         _ originalTransactionId: String = customer, timeoutMilliseconds: Int = 3000,
         with lookup: (any SubscriptionLookup)? = nil
     ) async -> Result<ServerKnownState?, SubscriptionLookupError> {
+        await timedLookUp(originalTransactionId, timeoutMilliseconds: timeoutMilliseconds, with: lookup).result
+    }
+
+    /// `lookup.lookUp`, waited for, with how long it took until its completion ran (measured there, so a busy test
+    /// runner's delay in resuming the test does not count).
+    func timedLookUp(
+        _ originalTransactionId: String = customer, timeoutMilliseconds: Int = 3000,
+        with lookup: (any SubscriptionLookup)? = nil
+    ) async -> (result: Result<ServerKnownState?, SubscriptionLookupError>, elapsed: Duration) {
         let lookup = lookup ?? self.lookup
+        let started = ContinuousClock.now
         return await withCheckedContinuation { continuation in
             lookup.lookUp(
                 bundleId: Self.bundleId, originalTransactionId: originalTransactionId,
                 timeoutMilliseconds: timeoutMilliseconds
-            ) { continuation.resume(returning: $0) }
+            ) { continuation.resume(returning: ($0, ContinuousClock.now - started)) }
         }
     }
 

@@ -69,13 +69,14 @@ struct RefreshEndpointTests {
         arguments: [#"{"status": 500}"#, nil])
     func appleDown(fault: String?) throws {
         let harness = try Self.harness(
-            state: Harness.state(fault: fault, delayMilliseconds: fault == nil ? 3000 : 0), timeout: 300)
+            state: Harness.state(fault: fault, delayMilliseconds: fault == nil ? 5000 : 0), timeout: 300)
         let old = try harness.transaction(expiredDaysAgo: 70, signedDaysAgo: 2)
         let started = ContinuousClock.now
         let signed = try harness.ask("welcome_back", transaction: old)
         let elapsed = ContinuousClock.now - started
         #expect(signed.status == 200, "\(signed)")
-        #expect(elapsed < .milliseconds(1500), "\(elapsed)")
+        // Far from the hanging Apple's 5 s: the refresh's 300 ms and the decision (a loaded test runner may be slow).
+        #expect(elapsed < .milliseconds(2500), "\(elapsed)")
         let code = fault == nil ? "timeout" : "unavailable"
         #expect(harness.log.accessLines.last?.contains("refresh=\(code)") == true, "\(harness.log.accessLines)")
         #expect(
