@@ -294,6 +294,65 @@ struct LedgerTests {
         #expect(try Self.reserve(next, limits, in: ledger))
     }
 
+    @Test(
+        "records committed in one group are counted as if one by one, whatever their moments and TTLs",
+        arguments: Kind.allCases)
+    func oneGroupCountsExactly(kind: Kind) throws {
+        let ledger = try make(kind)
+        let ttl: Int64 = 10_000
+        // Held places: one expiring 1 s after `now`, one 8 s after.
+        for (nonce, at) in [("held-1", Self.now - 9_000), ("held-2", Self.now - 2_000)] {
+            var signature = Self.signature(nil, nonce: nonce, at: at)
+            signature.signatureTTL = ttl
+            try Self.add(signature, to: ledger)
+        }
+        // The group, in order: each record's moment (and TTL) moves the start of its places window forward and
+        // back, so each count differs from the one before by more than the group's own records.
+        let group: [(nonce: String, at: Int64, ttl: Int64, places: Int, recorded: Bool)] = [
+            ("g1", Self.now, ttl, 2, true),  // held-1, held-2
+            ("g2", Self.now + 1_500, ttl, 2, true),  // held-2, g1 (held-1 expired)
+            ("g3", Self.now + 500, ttl, 4, false),  // held-1 again, held-2, g1, g2: over the total of 3
+            ("g4", Self.now + 9_000, ttl, 2, true),  // g1, g2 (both held places expired)
+            ("g5", Self.now + 9_000, 2 * ttl, 5, false),  // a longer TTL: held-1, held-2, g1, g2, g4
+            ("g6", Self.now + 9_001, ttl, 3, false),  // g1, g2, g4
+        ]
+        let limits = OfferLimits(total: 3)
+        // The writer is held on another offer's record until the whole group waits, so it commits the group
+        // together (the memory ledger records in the caller's thread and is not held).
+        let (held, release) = (DispatchSemaphore(value: 0), DispatchSemaphore(value: 0))
+        let done = DispatchGroup()
+        let outcomes = Mutex<[String: LedgerOutcome]>([:])
+        if kind != .memory {
+            done.enter()
+            ledger.record(Self.signature(nil, offer: "o2", nonce: "first")) { _ in
+                held.signal()
+                release.wait()
+                return true
+            } completion: { _ in
+                done.leave()
+            }
+            held.wait()
+        }
+        for entry in group {
+            var signature = Self.signature(nil, nonce: entry.nonce, at: entry.at)
+            signature.signatureTTL = entry.ttl
+            done.enter()
+            ledger.record(signature, admit: { LimitPolicy.allows(limits, usage: $0, customerKey: nil) }) { result in
+                if case .success(let outcome) = result { outcomes.withLock { $0[entry.nonce] = outcome } }
+                done.leave()
+            }
+        }
+        release.signal()
+        done.wait()
+        let recorded = outcomes.withLock { $0 }
+        for entry in group {
+            #expect(recorded[entry.nonce]?.recorded == entry.recorded, "\(entry.nonce)")
+            #expect(recorded[entry.nonce]?.usage.offerReservations == entry.places, "\(entry.nonce)")
+        }
+        if let statistics = ledger.commitStatistics { #expect(statistics.largestGroup == group.count) }
+        #expect(try ledger.offerTotals().first { $0.offerId == "o1" }?.issued == 2 + 3)
+    }
+
     @Test("Sandbox signatures and redemptions are counted apart from Production's", arguments: Kind.allCases)
     func sandboxNamespace(kind: Kind) throws {
         let ledger = try make(kind)
@@ -634,6 +693,7 @@ struct SQLiteLedgerFileTests {
     static let plans = [
         (SQLiteLedger.Query.allowances, 3, "USING PRIMARY KEY "),
         (SQLiteLedger.Query.offerReservations, 3, "USING COVERING INDEX issued_reservations "),
+        (SQLiteLedger.Query.offerReservationsBetween, 4, "USING COVERING INDEX issued_reservations "),
         (SQLiteLedger.Query.offerRedemptions, 2, "USING INDEX sqlite_autoindex_offer_totals_1 "),
         (SQLiteLedger.Query.customerSignatures, 4, "USING COVERING INDEX issued_by_customer "),
         (SQLiteLedger.Query.customerRedemptions, 4, "USING INDEX redemptions_by_customer "),
