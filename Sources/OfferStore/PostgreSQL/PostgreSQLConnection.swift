@@ -79,8 +79,8 @@ final class PostgreSQLConnection: @unchecked Sendable {
 
     deinit { PQfinish(handle) }
 
-    /// libpq found the connection closed (the server stopped, the backend was terminated, the network broke). A
-    /// broken connection never recovers.
+    /// libpq found the connection closed (the server stopped, the backend was terminated, the network broke), or a
+    /// pipeline broke off in an unknown state. A broken connection never recovers.
     var isBroken: Bool { abandoned || PQstatus(handle) != CONNECTION_OK }
 
     /// A transaction is open (or failed and not yet rolled back) on this connection.
