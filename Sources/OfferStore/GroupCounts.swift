@@ -5,9 +5,10 @@ import OfferCore
 /// full once per group and then only corrected, and the signatures recorded per offer are added to `offer_totals`
 /// once per offer at the end of the group instead of once per record.
 ///
-/// Valid inside one transaction only. Exact because no other writer changes an offer's signatures while the group
-/// holds it (SQLite's write lock; PostgreSQL's advisory lock per offer, which every writer of the offer takes), so
-/// the only changes are the group's own records, each reported through `recorded`.
+/// Exact because no other writer changes an offer's signatures while the group holds it (SQLite's write lock;
+/// PostgreSQL's advisory lock per offer, which every writer of the offer takes), so the only changes are the group's
+/// own records, each reported through `recorded`. The places stay true after the group only while nothing else
+/// writes: a backend that can tell (SQLite's writer) keeps them for its next group, and otherwise starts afresh.
 struct GroupCounts {
     /// An offer of an app, its app as stored (`LedgerNamespace.storedApp`).
     struct Offer: Hashable, Comparable {
@@ -41,10 +42,11 @@ struct GroupCounts {
         if let counted = places[offer], signature.issuedAt > counted.after { places[offer]?.count += 1 }
     }
 
-    /// The signatures the group recorded per offer, in a fixed order (so concurrent writers update totals' rows in
-    /// the same order).
-    var totals: [(offer: Offer, issued: Int)] {
-        issued.sorted { $0.key < $1.key }.map { (offer: $0.key, issued: $0.value) }
+    /// The signatures recorded per offer since the last call, in a fixed order (so concurrent writers update totals'
+    /// rows in the same order); the places are kept.
+    mutating func takeTotals() -> [(offer: Offer, issued: Int)] {
+        defer { issued = [:] }
+        return issued.sorted { $0.key < $1.key }.map { (offer: $0.key, issued: $0.value) }
     }
 
     /// The offer's places after `after`, from `known` (places after another moment, counted in this transaction)

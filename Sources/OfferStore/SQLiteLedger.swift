@@ -16,6 +16,19 @@ public final class SQLiteLedger: Ledger {
     /// private in-memory database has no second connection: reads share the writer's.
     private let reader: Mutex<Connection?>
     private let writer: GroupCommit
+    /// The offers' places the writer counted (`GroupCounts`), kept from one group to the next, so that an offer's
+    /// places are counted in full once and then only corrected, however many signatures it holds. Used under
+    /// `connection`'s lock, by the writer only.
+    private let kept = Mutex(KeptCounts())
+
+    /// Counts kept after a group, true while nothing else changed the file since: another connection's commit
+    /// (another process) moves `PRAGMA data_version`, and a write of this connection outside the group commit (a
+    /// redemption, a release, `forget`) moves its count of changed rows.
+    private struct KeptCounts {
+        var counts = GroupCounts()
+        var dataVersion: Int64 = -1
+        var changes: Int64 = -1
+    }
 
     /// Opens (creating if needed) the database at `path`; `:memory:` gives a private in-memory database.
     public init(path: String) throws(LedgerError) {
@@ -84,43 +97,49 @@ public final class SQLiteLedger: Ledger {
     /// fails every record of the group.
     private func commit(_ group: [GroupCommit.Pending]) -> [Result<LedgerOutcome, LedgerError>] {
         connection.withLock { (connection: inout Connection) -> [Result<LedgerOutcome, LedgerError>] in
-            do throws(LedgerError) {
-                switch try Self.commitTogether(connection, group) {
-                case .committed(let results): return results
-                case .recordFailed(let error) where group.count == 1: return [.failure(error)]
-                case .recordFailed: break
-                }
-            } catch {
-                return Array(repeating: .failure(error), count: group.count)
-            }
-            return group.map { pending in
+            kept.withLock { (kept: inout KeptCounts) -> [Result<LedgerOutcome, LedgerError>] in
                 do throws(LedgerError) {
-                    switch try Self.commitTogether(connection, [pending]) {
-                    case .committed(let results): return results[0]
-                    case .recordFailed(let error): return .failure(error)
+                    switch try Self.commitTogether(connection, group, &kept) {
+                    case .committed(let results): return results
+                    case .recordFailed(let error) where group.count == 1: return [.failure(error)]
+                    case .recordFailed: break
                     }
                 } catch {
-                    return .failure(error)
+                    return Array(repeating: .failure(error), count: group.count)
+                }
+                return group.map { pending in
+                    do throws(LedgerError) {
+                        switch try Self.commitTogether(connection, [pending], &kept) {
+                        case .committed(let results): return results[0]
+                        case .recordFailed(let error): return .failure(error)
+                        }
+                    } catch {
+                        return .failure(error)
+                    }
                 }
             }
         }
     }
 
     /// Commits `group` in one transaction, each record admitted on the counts of those before it (`GroupCounts`
-    /// keeps the offers' places and totals across the group); throws when the transaction itself failed (BEGIN,
-    /// COMMIT).
+    /// keeps the offers' places and totals across the group, and `kept` from one group to the next); throws when the
+    /// transaction itself failed (BEGIN, COMMIT).
     private static func commitTogether(
-        _ connection: Connection, _ group: [GroupCommit.Pending]
+        _ connection: Connection, _ group: [GroupCommit.Pending], _ kept: inout KeptCounts
     ) throws(LedgerError) -> GroupCommit.Attempt {
         var failure: LedgerError?
+        var counts = GroupCounts()
         do throws(LedgerError) {
-            return try connection.transaction { () throws(LedgerError) -> GroupCommit.Attempt in
-                var counts = GroupCounts()
+            let attempt = try connection.transaction { () throws(LedgerError) -> GroupCommit.Attempt in
+                // Read under the write lock: no other connection can commit until this transaction ends.
+                let dataVersion = try connection.scalar(Query.dataVersion, [])
+                if dataVersion == kept.dataVersion && connection.totalChanges == kept.changes { counts = kept.counts }
+                kept.dataVersion = dataVersion
                 var results: [Result<LedgerOutcome, LedgerError>] = []
                 results.reserveCapacity(group.count)
                 do throws(LedgerError) {
                     for pending in group { results.append(.success(try record(connection, pending, &counts))) }
-                    for total in counts.totals {
+                    for total in counts.takeTotals() {
                         try connection.run(
                             Query.addToTotal,
                             [.text(total.offer.app), .text(total.offer.offerId), .integer(Int64(total.issued))])
@@ -132,7 +151,11 @@ public final class SQLiteLedger: Ledger {
                 }
                 return .committed(results)
             }
+            kept.counts = counts
+            kept.changes = connection.totalChanges
+            return attempt
         } catch {
+            kept = KeptCounts()
             if let failure { return .recordFailed(failure) }
             throw error
         }
@@ -394,6 +417,8 @@ public final class SQLiteLedger: Ledger {
             allowances, offerReservations, offerReservationsBetween, offerRedemptions, customerSignatures,
             customerRedemptions, customerSignaturesLastDay,
         ]
+        /// Moves when another connection commits (`KeptCounts`).
+        static let dataVersion = "PRAGMA data_version"
 
         static let selectRun =
             "SELECT offer_id, purchase_ms FROM subscription_runs WHERE bundle_id = ?1 AND original_transaction_id = ?2"

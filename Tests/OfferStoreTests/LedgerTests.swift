@@ -671,6 +671,35 @@ struct SQLiteLedgerFileTests {
         #expect(try ledgers[0].usage(LedgerTests.key(nil)).offerReservations == 60)
     }
 
+    @Test(
+        "places kept from one group to the next follow what changed in between: another process, a release, a redemption"
+    )
+    func keptPlaces() throws {
+        let path = scratch.file("ledger.sqlite")
+        let (ledger, other) = (try SQLiteLedger(path: path), try SQLiteLedger(path: path))
+        let limits = OfferLimits(total: 100)
+        func places(_ nonce: String, customer: String? = nil) throws -> Int {
+            let outcome = try ledger.record(LedgerTests.signature(customer, nonce: nonce)) {
+                LimitPolicy.allows(limits, usage: $0, customerKey: customer)
+            }
+            #expect(outcome.recorded)
+            return outcome.usage.offerReservations
+        }
+        #expect(try places("n1", customer: "a") == 0)
+        #expect(try places("n2") == 1)
+        // Another connection (another process) records: this writer counts again.
+        for index in 1...3 { try LedgerTests.add(LedgerTests.signature(nil, nonce: "elsewhere-\(index)"), to: other) }
+        #expect(try places("n3") == 5)
+        // This connection writes outside the group commit: a release, then a redemption that frees n1's place.
+        try ledger.release(nonce: "n2")
+        #expect(try places("n4") == 5)
+        #expect(
+            try ledger.observe(LedgerTests.transaction("t1", customer: "a", offer: "o1", at: LedgerTests.now))
+                == .redeemed(nonce: "n1"))
+        #expect(try places("n5") == 5)
+        #expect(try ledger.usage(LedgerTests.key(nil)).offerReservations == 6)
+    }
+
     @Test("redemptions are counted per customer and offer from their own table")
     func redemptions() throws {
         let path = scratch.file("ledger.sqlite")

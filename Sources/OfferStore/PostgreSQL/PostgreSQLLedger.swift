@@ -108,7 +108,7 @@ public final class PostgreSQLLedger: Ledger {
             try batch.write(Statement.begin)
             try batch.write(Statement.lock, [locks.classes, locks.keys])
             for pending in group { results.append(.success(try record(&batch, pending, &counts))) }
-            for total in counts.totals {
+            for total in counts.takeTotals() {
                 try batch.write(Statement.addToTotal, [total.offer.app, total.offer.offerId, String(total.issued)])
             }
             try batch.write(Statement.commit)
