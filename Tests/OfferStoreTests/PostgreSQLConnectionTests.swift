@@ -184,6 +184,12 @@ struct PostgreSQLConnectionTests {
         #expect(try connection.rows(setting) == [["5s"]])
     }
 
+    @Test("prepared statements keep one plan per connection instead of being planned again on every run")
+    func genericPlans() throws {
+        let setting = PostgreSQLStatement("plan_mode", "SELECT current_setting('plan_cache_mode')")
+        #expect(try connection.rows(setting) == [["force_generic_plan"]])
+    }
+
     @Test("a statement over the statement timeout fails as a timeout and the connection goes on")
     func statementTimeout() throws {
         try connection.setStatementTimeout(milliseconds: 100)
