@@ -294,29 +294,30 @@ struct LedgerTests {
         #expect(try Self.reserve(next, limits, in: ledger))
     }
 
+    /// A group of records, each with its moment and TTL, and what each must see and get under a total of 3 and of
+    /// 10. Each moment (and TTL) moves the start of the record's places window forward or back, so each count
+    /// differs from the one before by more than the group's own records.
+    static let group: [(nonce: String, at: Int64, ttl: Int64, total3: (Int, Bool), total10: (Int, Bool))] = [
+        ("g1", now, 10_000, (2, true), (2, true)),  // held-1, held-2
+        ("g2", now + 1_500, 10_000, (2, true), (2, true)),  // held-2, g1 (held-1 expired)
+        ("g3", now + 500, 10_000, (4, false), (4, true)),  // held-1 again, held-2, g1, g2
+        ("g4", now + 9_000, 10_000, (2, true), (3, true)),  // g1, g2 (g3): both held places expired
+        ("g5", now + 9_000, 20_000, (5, false), (6, true)),  // a longer TTL: held-1, held-2, g1, g2 (g3), g4
+        ("g6", now + 9_001, 10_000, (3, false), (5, true)),  // g1, g2 (g3), g4 (g5)
+    ]
+
     @Test(
         "records committed in one group are counted as if one by one, whatever their moments and TTLs",
-        arguments: Kind.allCases)
-    func oneGroupCountsExactly(kind: Kind) throws {
+        arguments: Kind.allCases, [3, 10])
+    func oneGroupCountsExactly(kind: Kind, total: Int) throws {
         let ledger = try make(kind)
-        let ttl: Int64 = 10_000
         // Held places: one expiring 1 s after `now`, one 8 s after.
         for (nonce, at) in [("held-1", Self.now - 9_000), ("held-2", Self.now - 2_000)] {
             var signature = Self.signature(nil, nonce: nonce, at: at)
-            signature.signatureTTL = ttl
+            signature.signatureTTL = 10_000
             try Self.add(signature, to: ledger)
         }
-        // The group, in order: each record's moment (and TTL) moves the start of its places window forward and
-        // back, so each count differs from the one before by more than the group's own records.
-        let group: [(nonce: String, at: Int64, ttl: Int64, places: Int, recorded: Bool)] = [
-            ("g1", Self.now, ttl, 2, true),  // held-1, held-2
-            ("g2", Self.now + 1_500, ttl, 2, true),  // held-2, g1 (held-1 expired)
-            ("g3", Self.now + 500, ttl, 4, false),  // held-1 again, held-2, g1, g2: over the total of 3
-            ("g4", Self.now + 9_000, ttl, 2, true),  // g1, g2 (both held places expired)
-            ("g5", Self.now + 9_000, 2 * ttl, 5, false),  // a longer TTL: held-1, held-2, g1, g2, g4
-            ("g6", Self.now + 9_001, ttl, 3, false),  // g1, g2, g4
-        ]
-        let limits = OfferLimits(total: 3)
+        let limits = OfferLimits(total: total)
         // The writer is held on another offer's record until the whole group waits, so it commits the group
         // together (the memory ledger records in the caller's thread and is not held).
         let (held, release) = (DispatchSemaphore(value: 0), DispatchSemaphore(value: 0))
@@ -333,7 +334,7 @@ struct LedgerTests {
             }
             held.wait()
         }
-        for entry in group {
+        for entry in Self.group {
             var signature = Self.signature(nil, nonce: entry.nonce, at: entry.at)
             signature.signatureTTL = entry.ttl
             done.enter()
@@ -345,12 +346,14 @@ struct LedgerTests {
         release.signal()
         done.wait()
         let recorded = outcomes.withLock { $0 }
-        for entry in group {
-            #expect(recorded[entry.nonce]?.recorded == entry.recorded, "\(entry.nonce)")
-            #expect(recorded[entry.nonce]?.usage.offerReservations == entry.places, "\(entry.nonce)")
+        for entry in Self.group {
+            let (places, admitted) = total == 3 ? entry.total3 : entry.total10
+            #expect(recorded[entry.nonce]?.recorded == admitted, "\(entry.nonce)")
+            #expect(recorded[entry.nonce]?.usage.offerReservations == places, "\(entry.nonce)")
         }
-        if let statistics = ledger.commitStatistics { #expect(statistics.largestGroup == group.count) }
-        #expect(try ledger.offerTotals().first { $0.offerId == "o1" }?.issued == 2 + 3)
+        if let statistics = ledger.commitStatistics { #expect(statistics.largestGroup == Self.group.count) }
+        let admitted = Self.group.count { (total == 3 ? $0.total3 : $0.total10).1 }
+        #expect(try ledger.offerTotals().first { $0.offerId == "o1" }?.issued == 2 + admitted)
     }
 
     @Test("Sandbox signatures and redemptions are counted apart from Production's", arguments: Kind.allCases)

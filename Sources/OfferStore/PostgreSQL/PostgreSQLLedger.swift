@@ -27,6 +27,9 @@ public final class PostgreSQLLedger: Ledger {
     /// statements go out in one pipeline, so a bounded group bounds how long other replicas wait and how much one
     /// round trip carries.
     private let writer = GroupCommit(label: "offer-signer.ledger.postgresql-writer", largestGroup: 64)
+    /// Whether groups send their records' reads ahead (`commitTogether`): off after a group in which that did not
+    /// hold, on again after a group in which it would have.
+    private let speculating = Atomic<Bool>(true)
 
     /// Connects (at most `connections` at once: the service's worker threads and one for the writer) and
     /// brings the schema up to date. Fails when the database cannot be reached or its schema is newer than this
@@ -61,7 +64,7 @@ public final class PostgreSQLLedger: Ledger {
     private func commit(_ group: [GroupCommit.Pending]) -> [Result<LedgerOutcome, LedgerError>] {
         do throws(LedgerError) {
             return try pool.withConnection { (connection) throws(LedgerError) -> [Result<LedgerOutcome, LedgerError>] in
-                switch try Self.commitTogether(connection, group) {
+                switch try Self.commitTogether(connection, group, speculating: speculating) {
                 case .committed(let results): return results
                 case .recordFailed(let error) where group.count == 1:
                     return [try Self.afterFailure(connection, group[0], error)]
@@ -69,7 +72,7 @@ public final class PostgreSQLLedger: Ledger {
                 }
                 return group.map { pending in
                     do throws(LedgerError) {
-                        switch try Self.commitTogether(connection, [pending]) {
+                        switch try Self.commitTogether(connection, [pending], speculating: speculating) {
                         case .committed(let results): return results[0]
                         case .recordFailed(let error): return try Self.afterFailure(connection, pending, error)
                         }
@@ -96,9 +99,16 @@ public final class PostgreSQLLedger: Ledger {
     /// Commits `group` in one transaction: the group's advisory locks first, then each record admitted on the
     /// counts of those before it (`GroupCounts` keeps the offers' places and totals across the group). Throws when
     /// the transaction itself failed (the connection, a timeout, its COMMIT).
+    ///
+    /// A record that reads (its counts, its `Idempotency-Key`'s answer) must wait for the answer before its write
+    /// is queued: one round trip each. With `speculating` on, the records after the first that reads go ahead as if
+    /// each were recorded (no earlier answer, admitted): their statements, the same as one by one would run, all go
+    /// in one round trip, and COMMIT follows only if every record was indeed recorded; otherwise the transaction is
+    /// rolled back and the group goes again one record after the other (and `speculating` is turned off).
     private static func commitTogether(
-        _ connection: PostgreSQLConnection, _ group: [GroupCommit.Pending]
+        _ connection: PostgreSQLConnection, _ group: [GroupCommit.Pending], speculating: borrowing Atomic<Bool>
     ) throws(LedgerError) -> GroupCommit.Attempt {
+        let speculate = speculating.load(ordering: .relaxed)
         var batch = Batch(connection: connection)
         var counts = GroupCounts()
         var results: [Result<LedgerOutcome, LedgerError>] = []
@@ -107,7 +117,21 @@ public final class PostgreSQLLedger: Ledger {
         do throws(LedgerError) {
             try batch.write(Statement.begin)
             try batch.write(Statement.lock, [locks.classes, locks.keys])
-            for pending in group { results.append(.success(try record(&batch, pending, &counts))) }
+            var next = group.startIndex
+            while next < group.endIndex {
+                let pending = group[next]
+                next += 1
+                results.append(.success(try record(&batch, pending, &counts)))
+                guard speculate, pending.admit != nil || pending.signature.idempotency != nil, next < group.endIndex
+                else { continue }
+                guard let rest = try speculation(&batch, group[next...], &counts) else {
+                    speculating.store(false, ordering: .relaxed)
+                    try connection.run("ROLLBACK")
+                    return try commitTogether(connection, group, speculating: speculating)
+                }
+                results += rest
+                next = group.endIndex
+            }
             for total in counts.takeTotals() {
                 try batch.write(Statement.addToTotal, [total.offer.app, total.offer.offerId, String(total.issued)])
             }
@@ -116,6 +140,9 @@ public final class PostgreSQLLedger: Ledger {
             guard committed.last?.command == "COMMIT" else {
                 throw LedgerError(
                     "PostgreSQL rolled the transaction back at COMMIT: a statement in it had failed", kind: .other)
+            }
+            if !speculate, results.allSatisfy({ (try? $0.get())?.recorded == true }) {
+                speculating.store(true, ordering: .relaxed)
             }
             return .committed(results)
         } catch {
@@ -129,6 +156,43 @@ public final class PostgreSQLLedger: Ledger {
             else { throw error }
             return .recordFailed(error)
         }
+    }
+
+    /// `rest` sent ahead as if each record were recorded: for each, the statements `record` would run when it is
+    /// (its reads, its writes), in one round trip. Returns the records' outcomes when each read bears that out (no
+    /// earlier answer under its key, admitted on its counts); `nil` when one does not.
+    private static func speculation(
+        _ batch: inout Batch, _ rest: ArraySlice<GroupCommit.Pending>, _ counts: inout GroupCounts
+    ) throws(LedgerError) -> [Result<LedgerOutcome, LedgerError>]? {
+        // Where each record's reads come in the round trip's results.
+        var reads: [(previous: Int?, usage: Int?)] = []
+        for pending in rest {
+            let signature = pending.signature
+            var read: (previous: Int?, usage: Int?) = (nil, nil)
+            if let idempotency = signature.idempotency {
+                read.previous = try batch.read(
+                    Statement.previousAnswer, [signature.bundleId, idempotency.key, String(idempotency.validFrom)])
+                try batch.write(Statement.releaseIdempotencyKey, [signature.bundleId, idempotency.key])
+            }
+            if pending.admit != nil {
+                read.usage = try batch.read(Statement.usage, usageParameters(signature.usageKey, counts))
+            }
+            try insert(&batch, signature)
+            counts.recorded(signature)
+            reads.append(read)
+        }
+        let answers = try batch.send()
+        var outcomes: [Result<LedgerOutcome, LedgerError>] = []
+        for (pending, read) in zip(rest, reads) {
+            if let previous = read.previous, try previousAnswer(answers[previous].rows) != nil { return nil }
+            var usage = OfferUsage.none
+            if let admit = pending.admit, let index = read.usage {
+                usage = try Self.usage(answers[index].rows).0
+                guard admit(usage) else { return nil }
+            }
+            outcomes.append(.success(LedgerOutcome(recorded: true, usage: usage)))
+        }
+        return outcomes
     }
 
     /// What a record that failed in a transaction of its own answers: a record refused by the unique index on its
@@ -167,6 +231,12 @@ public final class PostgreSQLLedger: Ledger {
             }
             guard admit(usage) else { return LedgerOutcome(recorded: false, usage: usage) }
         }
+        try insert(&batch, signature)
+        counts.recorded(signature)
+        return LedgerOutcome(recorded: true, usage: usage)
+    }
+
+    private static func insert(_ batch: inout Batch, _ signature: IssuedSignature) throws(LedgerError) {
         try batch.write(
             Statement.insertSignature,
             [
@@ -175,8 +245,6 @@ public final class PostgreSQLLedger: Ledger {
                 signature.idempotency?.key, signature.idempotency?.requestHash,
                 signature.idempotency.map { Hex.encode($0.answer) },
             ])
-        counts.recorded(signature)
-        return LedgerOutcome(recorded: true, usage: usage)
     }
 
     /// The statements of one group's transaction, sent in as few round trips as its records allow: writes wait
@@ -193,6 +261,12 @@ public final class PostgreSQLLedger: Ledger {
         mutating func write(_ statement: PostgreSQLStatement, _ parameters: [String?] = []) throws(LedgerError) {
             try connection.checkParameters(statement, parameters)
             waiting.append((statement, parameters))
+        }
+
+        /// Queues a statement whose result is read after the next `send`, at the index returned.
+        mutating func read(_ statement: PostgreSQLStatement, _ parameters: [String?]) throws(LedgerError) -> Int {
+            try write(statement, parameters)
+            return waiting.count - 1
         }
 
         /// Sends what is queued and `statement` after it; returns `statement`'s rows.
@@ -287,23 +361,31 @@ public final class PostgreSQLLedger: Ledger {
         _ key: UsageKey, _ counts: inout GroupCounts,
         rows: (PostgreSQLStatement, [String?]) throws(LedgerError) -> [[String?]]
     ) throws(LedgerError) -> OfferUsage {
-        let offer = GroupCounts.Offer(app: key.storedApp, offerId: key.offerId)
-        let known = counts.places(of: offer)
-        let parameters = [
+        let (usage, places) = try usage(rows(Statement.usage, usageParameters(key, counts)))
+        counts.remember(places, of: GroupCounts.Offer(app: key.storedApp, offerId: key.offerId))
+        return usage
+    }
+
+    /// `Statement.usage`'s parameters for `key`, with the places `counts` kept for its offer, if any.
+    private static func usageParameters(_ key: UsageKey, _ counts: GroupCounts) -> [String?] {
+        let known = counts.places(of: GroupCounts.Offer(app: key.storedApp, offerId: key.offerId))
+        return [
             key.storedApp, key.offerId, key.customerKey, String(key.reservationStart), String(key.lastDayStart),
             known.map { String($0.after) }, known.map { String($0.count) },
         ]
-        guard let row = try rows(Statement.usage, parameters).first, row.count == 8,
-            let after = row[7].flatMap({ Int64($0) })
-        else {
+    }
+
+    /// The counts in `Statement.usage`'s rows, and the offer's places with the moment they were counted from.
+    private static func usage(_ rows: [[String?]]) throws(LedgerError) -> (OfferUsage, GroupCounts.Places) {
+        guard let row = rows.first, row.count == 8, let after = row[7].flatMap({ Int64($0) }) else {
             throw LedgerError("PostgreSQL statement \(Statement.usage.name) returned no row where one was expected")
         }
         let values = row.map { Int($0 ?? "") ?? 0 }
-        counts.remember(GroupCounts.Places(after: after, count: values[0]), of: offer)
-        return OfferUsage(
+        let usage = OfferUsage(
             customerSignatures: values[2], customerRedemptions: values[3], customerGranted: values[4],
             offerReservations: values[0], offerRedemptions: values[1], customerSignaturesLastDay: values[5],
             customerOldestLastDay: row[6].flatMap { Int64($0) })
+        return (usage, GroupCounts.Places(after: after, count: values[0]))
     }
 
     // MARK: - Redemptions
