@@ -6,7 +6,7 @@
 SHELL := /bin/bash
 .DEFAULT_GOAL := help
 
-APT_PACKAGES := libssl-dev libmicrohttpd-dev libsqlite3-dev libpq-dev postgresql pkg-config openssl curl wrk
+APT_PACKAGES := libssl-dev libmicrohttpd-dev libsqlite3-dev libpq-dev postgresql nginx pkg-config openssl curl wrk
 VENV := .venv
 PYTHON ?= python3
 HOST ?= 127.0.0.1
@@ -29,7 +29,10 @@ NO_MAIN_CLUSTER := /etc/postgresql-common/createcluster.d/offer-signer-no-main-c
 # cluster when the command ends, however it ends.
 WITH_POSTGRES := bash Scripts/postgres-test-cluster.sh run
 
-# Installs Debian packages only when one is missing; runs apt-get update first when needed.
+# Installs Debian packages only when one is missing; runs apt-get update first when needed. The tests run their
+# own nginx too, as the current user on loopback: installing Debian's nginx must not start (or enable) a system-wide
+# one serving port 80. Under systemd its unit is masked before the install (the package's scripts then neither
+# start nor unmask it; `systemctl unmask nginx` undoes this); without systemd it is stopped and disabled after.
 deps:
 	@missing=""; for p in $(APT_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
 	if [ -n "$$missing" ]; then \
@@ -38,7 +41,15 @@ deps:
 	  if [[ " $$missing " == *" postgresql "* ]] && [ ! -e $(NO_MAIN_CLUSTER) ]; then \
 	    $$SUDO mkdir -p $(dir $(NO_MAIN_CLUSTER)) && echo "create_main_cluster = false" | $$SUDO tee $(NO_MAIN_CLUSTER) >/dev/null; \
 	  fi; \
-	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq $$missing >/dev/null; \
+	  if [[ " $$missing " == *" nginx "* ]] && [ -d /run/systemd/system ]; then \
+	    $$SUDO systemctl mask --quiet nginx.service || exit 1; \
+	  fi; \
+	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq $$missing >/dev/null \
+	    || exit 1; \
+	  if [[ " $$missing " == *" nginx "* ]] && [ ! -d /run/systemd/system ]; then \
+	    $$SUDO invoke-rc.d nginx stop >/dev/null 2>&1 || true; \
+	    $$SUDO update-rc.d nginx disable >/dev/null 2>&1 || true; \
+	  fi; \
 	fi
 	@# git does not keep file modes: the demo key must be private before the service accepts it.
 	@chmod 600 Keys/demo/*.p8

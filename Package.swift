@@ -49,6 +49,8 @@ let package = Package(
         .testTarget(name: "OfferKitTests", dependencies: ["OfferKit", "OfferAPI"]),
         .testTarget(
             name: "EndToEndTests",
-            dependencies: ["OfferKit", "OfferServer", "OfferAPI", "OfferCore", "OfferCrypto", "OfferTesting"]),
+            dependencies: [
+                "OfferKit", "OfferServer", "OfferStore", "OfferAPI", "OfferCore", "OfferCrypto", "OfferTesting",
+            ]),
     ]
 )

@@ -36,8 +36,9 @@ public struct ErrorCode: RawRepresentable, Sendable, Hashable, CustomStringConve
     public static let customerRateLimited = ErrorCode(rawValue: "customer_rate_limited")
     /// 500: the server failed (for example, signing failed).
     public static let internalError = ErrorCode(rawValue: "internal_error")
-    /// 503 from `/readyz`: no app configured, or the ledger does not answer.
+    /// 503 from `/readyz` (and from any route while the server stops): no app configured, or stopping.
     public static let notReady = ErrorCode(rawValue: "not_ready")
-    /// 503: the ledger of issued signatures failed; retry later.
+    /// 503: the ledger of issued signatures cannot answer or record; retry later. `/readyz` answers it too while
+    /// the fault lasts.
     public static let storageUnavailable = ErrorCode(rawValue: "storage_unavailable")
 }

@@ -14,6 +14,8 @@ final class Connection: @unchecked Sendable {
     }
 
     private let handle: OpaquePointer
+    /// The file, for the message that says it is damaged.
+    private let path: String
     /// Prepared statements by their SQL, kept for the connection's life: the ledger runs the same few statements
     /// for every signature, and parsing them each time cost more than running them.
     private var statements: [String: OpaquePointer] = [:]
@@ -24,9 +26,12 @@ final class Connection: @unchecked Sendable {
         let status = sqlite3_open_v2(path, &handle, flags, nil)
         guard status == SQLITE_OK, let handle else {
             if let handle { sqlite3_close_v2(handle) }
-            throw LedgerError("cannot open the ledger database \(path): \(String(cString: sqlite3_errstr(status)))")
+            throw LedgerError(
+                "cannot open the ledger database \(path): \(String(cString: sqlite3_errstr(status)))",
+                kind: Self.kind(status))
         }
         self.handle = handle
+        self.path = path
     }
 
     deinit {
@@ -117,6 +122,11 @@ final class Connection: @unchecked Sendable {
         }
     }
 
+    /// How long a statement waits for another connection's lock before it fails with kind `timeout`.
+    func setBusyTimeout(milliseconds: Int32) {
+        sqlite3_busy_timeout(handle, milliseconds)
+    }
+
     /// Runs `body` in a transaction (`BEGIN IMMEDIATE` takes the write lock at once, so a check and the write
     /// that depends on it see the same data) and commits, or rolls back when anything throws.
     func transaction<Result>(
@@ -169,8 +179,31 @@ final class Connection: @unchecked Sendable {
     }
 
     /// SQLite's own words for the last failure (`database is locked`, `UNIQUE constraint failed:
-    /// issued_signatures.nonce`): they name tables and columns, never bound values.
+    /// issued_signatures.nonce`): they name tables and columns, never bound values. A damaged file is named, with
+    /// what to do about it.
     private func failure(_ what: String) -> LedgerError {
-        LedgerError("ledger \(what): \(String(cString: sqlite3_errmsg(handle)))")
+        let reason = String(cString: sqlite3_errmsg(handle))
+        let kind = Self.kind(sqlite3_extended_errcode(handle))
+        if kind == .corrupt { return LedgerFile.damaged(path, reason: reason) }
+        return LedgerError("ledger \(what): \(reason)", kind: kind)
+    }
+
+    /// The kind of a SQLite result code (primary or extended).
+    static func kind(_ code: Int32) -> LedgerError.Kind {
+        // Extended codes are the primary code plus a detail in the second byte; those two are macros Swift does
+        // not import.
+        let uniqueConstraint = SQLITE_CONSTRAINT | (8 << 8)
+        let primaryKeyConstraint = SQLITE_CONSTRAINT | (6 << 8)
+        if code == uniqueConstraint || code == primaryKeyConstraint { return .uniqueViolation }
+        switch code & 0xFF {
+        // Another connection held the lock for the whole busy timeout.
+        case SQLITE_BUSY, SQLITE_LOCKED: return .timeout
+        // The disk, or `max_page_count`.
+        case SQLITE_FULL: return .full
+        case SQLITE_CORRUPT, SQLITE_NOTADB: return .corrupt
+        // The file cannot be read or written (an I/O error, a file gone or made read-only under the service).
+        case SQLITE_IOERR, SQLITE_CANTOPEN, SQLITE_READONLY, SQLITE_PROTOCOL: return .unavailable
+        default: return .other
+        }
     }
 }

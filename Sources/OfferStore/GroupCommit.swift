@@ -32,6 +32,7 @@ final class GroupCommit: Sendable {
     private let waiting = Mutex(Waiting())
     private let writer: DispatchQueue
     private let statistics = Mutex(CommitStatistics())
+    private let fault = Mutex<LedgerError?>(nil)
     private let largestGroup: Int
 
     init(label: String, largestGroup: Int = .max) {
@@ -41,6 +42,12 @@ final class GroupCommit: Sendable {
 
     /// How many transactions committed records, how many records they carried, and how long they took.
     var commitStatistics: CommitStatistics { statistics.withLock { $0 } }
+
+    /// The fault of the store that failed the last group without a record committed, kept until a group commits
+    /// again; `nil` when the last group committed or none has failed that way. Readiness starts from it: a ledger
+    /// that cannot record is not ready, and no request would come to show that it can once it is taken out of
+    /// service, so the ledger then probes.
+    var lastFault: LedgerError? { fault.withLock { $0 } }
 
     /// Queues a record; the writer starts if it is not running. `commit` commits one group in one transaction
     /// and returns one result per record, in order (a failed transaction fails every record); the ledger passes
@@ -73,7 +80,24 @@ final class GroupCommit: Sendable {
             let results = commit(group)
             let elapsed = started.duration(to: .now)
             statistics.withLock { $0.add(group: group.count, took: elapsed) }
+            remember(results)
             for (pending, result) in zip(group, results) { pending.completion(result) }
         }
+    }
+
+    /// Forgets the last fault when the group committed anything (a refusal by the limits is a commit too);
+    /// otherwise keeps the group's fault of the store, if it had one.
+    private func remember(_ results: [Result<LedgerOutcome, LedgerError>]) {
+        var failure: LedgerError?
+        for result in results {
+            switch result {
+            case .success:
+                fault.withLock { $0 = nil }
+                return
+            case .failure(let error):
+                if failure == nil, error.isStoreFault { failure = error }
+            }
+        }
+        if let failure { fault.withLock { $0 = failure } }
     }
 }

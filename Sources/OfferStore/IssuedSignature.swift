@@ -28,6 +28,10 @@ public struct IssuedSignature: Sendable, Equatable {
     /// A request's `Idempotency-Key`: a repeat of the same request (same `requestHash`) under the same key, from
     /// `validFrom` on, gets `answer` again instead of a new signature.
     public struct Idempotency: Sendable, Equatable {
+        /// How long a key names its request, in milliseconds: Apple's lifetime of a signature (24 hours). After it,
+        /// the key is free again and the purge clears the stored answer.
+        public static let window: Int64 = 86_400_000
+
         public var key: String
         /// SHA-256 (hex) of the route and the request body as the service reads it.
         public var requestHash: String

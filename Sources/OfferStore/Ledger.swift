@@ -10,7 +10,7 @@ import Synchronization
 /// ```swift
 /// ledger.record(signature, admit: { LimitPolicy.allows(limits, usage: $0, customerKey: key) }) { result in ... }
 /// ```
-public protocol Ledger: UsageCounts, RedemptionLog {
+public protocol Ledger: UsageCounts, RedemptionLog, SubscriptionStates {
     /// In one atomic step (a transaction, a lock): counts the usage for `signature.usageKey` (its offer and
     /// customer at `issuedAt`), calls `admit` with it, and records `signature` only if `admit` returned true.
     /// Without `admit` (an offer without limits) nothing is counted and the signature is recorded, its outcome's
@@ -32,24 +32,72 @@ public protocol Ledger: UsageCounts, RedemptionLog {
     /// The recorded signature with `nonce` (without its `idempotency` part), or `nil`: how a returned signature
     /// is found in the ledger.
     func signature(nonce: String) throws(LedgerError) -> IssuedSignature?
-    /// The signatures recorded per offer since the ledger began: kept through `forget` and any future purge.
+    /// The signatures recorded per offer since the ledger began: kept through `forget` and the purge.
     func offerTotals() throws(LedgerError) -> [OfferTotal]
     /// A customer's recorded signatures, oldest first (without their `idempotency` part).
     func history(customerKey: String) throws(LedgerError) -> [IssuedSignature]
     /// Erases a customer from the ledger and returns how many records held their key: their signatures stay as
     /// anonymous places (no customer, request or answer; so a budget's count does not change), their redemptions,
-    /// runs and allowances go. The per-offer totals stay.
+    /// runs, allowances and server-known state go, and the notifications about them lose their key (their
+    /// `notificationUUID` stays, so Apple's retry is still a duplicate). The per-offer totals stay.
     func forget(customerKey: String) throws(LedgerError) -> Int
     /// Removes a recorded signature that could not be made after all (by nonce); an unknown nonce is no error.
     func release(nonce: String) throws(LedgerError)
-    /// The store answers (for `/readyz`).
-    func isHealthy() -> Bool
+    /// Raises a customer's allowance for an offer: `count` more places under its `perCustomer` limit
+    /// (`OfferUsage.customerGranted`), recorded with `reason` as a `grant` action at `at` (Unix ms), atomically with
+    /// the signatures being recorded for that offer and customer. Returns the customer's grants in all. Refuses a
+    /// count outside `LedgerAction.grantRange` and an empty or too long reason (`LedgerAction.check`).
+    func grant(
+        bundleId: String, namespace: LedgerNamespace, offerId: String, customerKey: String, count: Int,
+        reason: String, at: Int64
+    ) throws(LedgerError) -> Int
+    /// Sets counts to zero from `at` (Unix ms) on. With a customer: that customer's places for the offer (their
+    /// signatures issued and redemptions bought until then count no more; their grants stay). Without: the offer's
+    /// budget and every customer's count for it (reservations issued and redemptions recorded until then count no
+    /// more). Recorded with `reason` as a `reset` action whose count is the places it freed (the usage just before,
+    /// with `signatureTTL`), which it returns; atomic with the signatures being recorded for the offer.
+    func reset(
+        bundleId: String, namespace: LedgerNamespace, offerId: String, customerKey: String?, reason: String,
+        at: Int64, signatureTTL: Int64
+    ) throws(LedgerError) -> Int
+    /// Every grant and reset, oldest first; a forgotten customer's keep their action without the key.
+    func actions() throws(LedgerError) -> [LedgerAction]
+    /// Deletes the signatures issued before `before` (Unix ms), a batch at a time so the writer is never held long,
+    /// first adding them to the per-offer daily totals (`dailyTotals`); redemptions, runs, allowances and the
+    /// per-offer totals stay. In the same pass, the answers stored with an `Idempotency-Key` (key, request hash and
+    /// answer) of signatures issued `IssuedSignature.Idempotency.window` or longer before `now` are cleared. Returns
+    /// how many signatures it deleted.
+    func purge(before: Int64, now: Int64) throws(LedgerError) -> Int
+    /// What the purge kept of the signatures it deleted, per offer and day, ordered by app, offer and day.
+    func dailyTotals() throws(LedgerError) -> [OfferDailyTotal]
+    /// Records what a verified notification from Apple teaches, in one transaction, so a crash never leaves it
+    /// recorded without its effects (Apple's retry would then be a duplicate): its `notificationUUID` (seen before:
+    /// `.duplicate`, nothing else done); its transaction through the same redemption logic as `observe`; a refund
+    /// or revocation on the redemption it may be (`REFUND_REVERSED` clears it), each change newer than the last;
+    /// the subscription's server-known state, its transaction and renewal info each replaced only by newer ones
+    /// (`FreshestFacts`). Takes the locks `observe` takes. `completion` is called once, from any thread, when the
+    /// notification is durable or the store failed; the caller's thread never waits for the disk.
+    func recordNotification(
+        _ notification: ReceivedNotification,
+        completion: @escaping @Sendable (Result<NotificationOutcome, LedgerError>) -> Void)
+    /// The notification recorded with `uuid`, or `nil`.
+    func notification(uuid: String) throws(LedgerError) -> RecordedNotification?
+    /// A customer's redemptions (`customerKey`: the subscription's `originalTransactionId`), oldest first.
+    func redemptions(customerKey: String) throws(LedgerError) -> [RecordedRedemption]
+    /// Throws what keeps the store from answering, or from recording, now (for `/readyz`): a store that cannot
+    /// record is not ready. The error names what failed, for the log; it may name a file or the redacted DSN.
+    func checkReadiness() throws(LedgerError)
+    /// What stores the records, for `/metrics` labels: `sqlite`, `postgresql`, `memory`.
+    var backendName: String { get }
     /// How group commit has gone, for `/metrics`; `nil` for a ledger that does not commit (memory).
     var commitStatistics: CommitStatistics? { get }
 }
 
 extension Ledger {
     public var commitStatistics: CommitStatistics? { nil }
+
+    /// `checkReadiness()` passes.
+    public func isHealthy() -> Bool { (try? checkReadiness()) != nil }
 
     /// `record(_:admit:completion:)`, waited for: for callers that may block a thread (tests, the command line).
     public func record(
@@ -58,6 +106,19 @@ extension Ledger {
         let done = DispatchSemaphore(value: 0)
         let result = Mutex<Result<LedgerOutcome, LedgerError>?>(nil)
         record(signature, admit: admit) { outcome in
+            result.withLock { $0 = outcome }
+            done.signal()
+        }
+        done.wait()
+        return try result.withLock { $0! }.get()
+    }
+
+    /// `recordNotification(_:completion:)`, waited for: for callers that may block a thread (tests, the command
+    /// line).
+    public func recordNotification(_ notification: ReceivedNotification) throws(LedgerError) -> NotificationOutcome {
+        let done = DispatchSemaphore(value: 0)
+        let result = Mutex<Result<NotificationOutcome, LedgerError>?>(nil)
+        recordNotification(notification) { outcome in
             result.withLock { $0 = outcome }
             done.signal()
         }

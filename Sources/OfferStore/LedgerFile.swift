@@ -26,6 +26,29 @@ enum LedgerFile {
         }
     }
 
+    /// The bytes free on the file system that holds `path` for this process (the blocks kept for root count when
+    /// it runs as root); `nil` for an in-memory database or when the system does not say.
+    static func freeBytes(_ path: String) -> Int64? {
+        guard !path.isEmpty, path != ":memory:", !path.hasPrefix("file:") else { return nil }
+        var info = statvfs()
+        guard statvfs(path, &info) == 0 else { return nil }
+        let blocks = geteuid() == 0 ? info.f_bfree : info.f_bavail
+        return Int64(clamping: blocks) * Int64(clamping: info.f_frsize)
+    }
+
+    /// A ledger file that SQLite finds damaged, or that is not a database: one line that names the file and says
+    /// what to do. `reason` is SQLite's words (`file is not a database`, `database disk image is malformed`, the
+    /// first problem `PRAGMA quick_check` found), on one line.
+    static func damaged(_ path: String, reason: String) -> LedgerError {
+        let words = reason.split(whereSeparator: \.isNewline).filter { !$0.hasPrefix("*** in database") }
+        let shown = words.joined(separator: "; ")
+        return LedgerError(
+            "the ledger \(path) is damaged or is not a SQLite database (\(shown.prefix(200))): stop every "
+                + "offer-signer using it and restore the file from a backup, or move it aside with its -wal and -shm "
+                + "files to start an empty ledger (its records, and the counts limits are decided on, are then lost)",
+            kind: .corrupt)
+    }
+
     /// Takes group and others' access away from an existing regular file; a missing file is no error.
     private static func tighten(_ file: String) throws(LedgerError) {
         var info = stat()

@@ -139,6 +139,65 @@ enum LedgerSchema {
                 )
                 """,
             ]),
+        // 7: retention: the purge deletes signatures by age (an index by issue time) and clears the answers kept
+        // with Idempotency-Keys after their window (an index of the rows that still hold one); what it deletes is
+        // kept as per-offer daily totals.
+        Migration(
+            version: 7,
+            statements: [
+                "CREATE INDEX issued_by_time ON issued_signatures (issued_at_ms)",
+                "CREATE INDEX issued_answers ON issued_signatures (issued_at_ms) WHERE answer IS NOT NULL",
+                """
+                CREATE TABLE offer_daily_totals (
+                    bundle_id TEXT NOT NULL,
+                    offer_id TEXT NOT NULL,
+                    day TEXT NOT NULL,
+                    issued INTEGER NOT NULL,
+                    redeemed INTEGER NOT NULL,
+                    PRIMARY KEY (bundle_id, offer_id, day)
+                ) WITHOUT ROWID
+                """,
+            ]),
+        // 8: Apple's notifications: each one recorded once by its UUID (with the customer it was about, erased by
+        // forget); refunds and revocations on redemptions, each change ordered by the transaction's signedDate; and
+        // each subscription's server-known state, its newest transaction and renewal info as the JWS Apple sent,
+        // with what orders them.
+        Migration(
+            version: 8,
+            statements: [
+                "ALTER TABLE redemptions ADD COLUMN revoked_at_ms INTEGER",
+                "ALTER TABLE redemptions ADD COLUMN revocation_signed_ms INTEGER",
+                """
+                CREATE TABLE notifications (
+                    notification_uuid TEXT NOT NULL PRIMARY KEY,
+                    bundle_id TEXT NOT NULL,
+                    notification_type TEXT NOT NULL,
+                    subtype TEXT,
+                    signed_ms INTEGER NOT NULL,
+                    received_ms INTEGER NOT NULL,
+                    original_transaction_id TEXT
+                ) WITHOUT ROWID
+                """,
+                """
+                CREATE INDEX notifications_by_customer ON notifications (original_transaction_id)
+                WHERE original_transaction_id IS NOT NULL
+                """,
+                """
+                CREATE TABLE subscription_states (
+                    bundle_id TEXT NOT NULL,
+                    original_transaction_id TEXT NOT NULL,
+                    transaction_jws TEXT,
+                    transaction_id TEXT,
+                    expires_ms INTEGER,
+                    purchase_ms INTEGER,
+                    transaction_signed_ms INTEGER,
+                    renewal_jws TEXT,
+                    renewal_signed_ms INTEGER,
+                    updated_ms INTEGER NOT NULL,
+                    PRIMARY KEY (bundle_id, original_transaction_id)
+                ) WITHOUT ROWID
+                """,
+            ]),
     ]
 
     /// The version this binary brings a ledger to.

@@ -91,7 +91,9 @@ public final class MemoryLedger: Ledger {
         records.withLock { $0.observe(transaction) }
     }
 
-    public func isHealthy() -> Bool { true }
+    public func checkReadiness() {}
+
+    public var backendName: String { "memory" }
 }
 
 /// The records and the indexes kept beside them.
@@ -121,6 +123,18 @@ private struct Records {
         var customerKey: String
         var transactionId: String
         var purchaseDate: Int64
+        var offerType: Int?
+        var nonce: String?
+        /// A refund or revocation Apple notified, and the `signedDate` of the transaction that last changed it.
+        var revokedAt: Int64?
+        var revocationSignedAt: Int64?
+    }
+
+    /// A subscription's server-known state.
+    struct SubscriptionState {
+        var transaction: ReceivedNotification.StateTransaction?
+        var renewalInfo: ReceivedNotification.StateRenewalInfo?
+        var updatedAt: Int64
     }
 
     struct Allowance {
@@ -146,6 +160,14 @@ private struct Records {
     var runs: [CustomerKey: SubscriptionRun] = [:]
     /// Grants and resets; the offer's own under customer key "".
     var allowances: [CustomerOfferKey: Allowance] = [:]
+    /// Ops' grants and resets, oldest first.
+    var actions: [LedgerAction] = []
+    /// What the purge kept of the signatures it deleted: issued and redeemed per offer and day.
+    var dailyTotals: [DayKey: (issued: Int, redeemed: Int)] = [:]
+    /// Notifications recorded, by UUID.
+    var notifications: [String: RecordedNotification] = [:]
+    /// Server-known state per subscription (app and `originalTransactionId`).
+    var states: [CustomerKey: SubscriptionState] = [:]
 
     func usage(_ key: UsageKey) -> OfferUsage {
         let offer = OfferKey(app: key.storedApp, offerId: key.offerId)
@@ -227,7 +249,7 @@ private struct Records {
         let customerOffer = CustomerOfferKey(offer: offer, customerKey: transaction.originalTransactionId)
         redemptions[transaction.transactionId] = Redemption(
             offer: offer, customerKey: transaction.originalTransactionId, transactionId: transaction.transactionId,
-            purchaseDate: transaction.purchaseDate)
+            purchaseDate: transaction.purchaseDate, offerType: transaction.offerType)
         customerRedemptions[customerOffer, default: []].append(transaction.transactionId)
         totals[offer, default: (0, 0)].redeemed += 1
         // The latest outstanding signature issued by the purchase, else the latest outstanding one.
@@ -235,7 +257,10 @@ private struct Records {
             .filter { !self.redeemed.contains($0.nonce) }
         let before = outstanding.filter { $0.issuedAt <= transaction.purchaseDate }
         let match = (before.isEmpty ? outstanding : before).max { ($0.issuedAt, $0.nonce) < ($1.issuedAt, $1.nonce) }
-        if let match { self.redeemed.insert(match.nonce) }
+        if let match {
+            self.redeemed.insert(match.nonce)
+            redemptions[transaction.transactionId]?.nonce = match.nonce
+        }
         return .redeemed(nonce: match?.nonce)
     }
 
@@ -260,7 +285,14 @@ private struct Records {
         for key in customerIssueTimes.keys where key.customerKey == customerKey { customerIssueTimes[key] = nil }
         for key in runs.keys where key.customerKey == customerKey { runs[key] = nil }
         for key in allowances.keys where key.customerKey == customerKey { allowances[key] = nil }
-        return nonces.count + transactions.count
+        for index in actions.indices where actions[index].subject == .customer(customerKey) {
+            actions[index].subject = .forgottenCustomer
+        }
+        let states = self.states.keys.filter { $0.customerKey == customerKey }
+        for key in states { self.states[key] = nil }
+        let notified = notifications.values.filter { $0.originalTransactionId == customerKey }.map(\.notificationUUID)
+        for uuid in notified { notifications[uuid]?.originalTransactionId = nil }
+        return nonces.count + transactions.count + states.count + notified.count
     }
 
     mutating func remove(nonce: String) {
@@ -280,5 +312,193 @@ private struct Records {
                 customerIssueTimes[customer]?.remove(at: index)
             }
         }
+    }
+}
+
+// MARK: - Ops: grants, resets, their record, and the purge
+
+extension MemoryLedger {
+    public func grant(
+        bundleId: String, namespace: LedgerNamespace, offerId: String, customerKey: String, count: Int,
+        reason: String, at: Int64
+    ) throws(LedgerError) -> Int {
+        try LedgerAction.check(count: count, customerKey: customerKey, reason: reason)
+        return records.withLock { records in
+            let offer = Records.OfferKey(app: namespace.storedApp(bundleId), offerId: offerId)
+            let key = Records.CustomerOfferKey(offer: offer, customerKey: customerKey)
+            records.allowances[key, default: Records.Allowance()].granted += count
+            records.actions.append(
+                LedgerAction(
+                    at: at, kind: .grant, bundleId: bundleId, namespace: namespace, offerId: offerId,
+                    subject: .customer(customerKey), count: count, reason: reason))
+            return records.allowances[key]?.granted ?? count
+        }
+    }
+
+    public func reset(
+        bundleId: String, namespace: LedgerNamespace, offerId: String, customerKey: String?, reason: String,
+        at: Int64, signatureTTL: Int64
+    ) throws(LedgerError) -> Int {
+        try LedgerAction.check(customerKey: customerKey, reason: reason)
+        let key = UsageKey(
+            bundleId: bundleId, offerId: offerId, customerKey: customerKey, namespace: namespace, now: at,
+            signatureTTL: signatureTTL)
+        return records.withLock { records in
+            let before = records.usage(key)
+            let offer = Records.OfferKey(app: key.storedApp, offerId: offerId)
+            let freed: Int
+            if let customerKey {
+                freed = before.customerSignatures + before.customerRedemptions
+                records.allowances[Records.CustomerOfferKey(offer: offer, customerKey: customerKey), default: .init()]
+                    .resetAt = at
+            } else {
+                freed = before.offerReservations + before.offerRedemptions
+                let own = Records.CustomerOfferKey(offer: offer, customerKey: "")
+                records.allowances[own, default: .init()].resetAt = at
+                records.allowances[own, default: .init()].redeemedBase = records.totals[offer]?.redeemed ?? 0
+            }
+            records.actions.append(
+                LedgerAction(
+                    at: at, kind: .reset, bundleId: bundleId, namespace: namespace, offerId: offerId,
+                    subject: customerKey.map(LedgerAction.Subject.customer) ?? .offer, count: freed, reason: reason))
+            return freed
+        }
+    }
+
+    public func actions() throws(LedgerError) -> [LedgerAction] {
+        records.withLock { $0.actions }
+    }
+
+    public func purge(before: Int64, now: Int64) throws(LedgerError) -> Int {
+        records.withLock { $0.purge(before: before, answersBefore: now - IssuedSignature.Idempotency.window) }
+    }
+
+    public func dailyTotals() throws(LedgerError) -> [OfferDailyTotal] {
+        records.withLock { records in
+            records.dailyTotals.map { key, total in
+                let app = LedgerNamespace.parse(storedApp: key.offer.app)
+                return OfferDailyTotal(
+                    bundleId: app.bundleId, offerId: key.offer.offerId, day: key.day, issued: total.issued,
+                    redeemed: total.redeemed, namespace: app.namespace)
+            }
+            .sorted {
+                ($0.namespace.storedApp($0.bundleId), $0.offerId, $0.day)
+                    < ($1.namespace.storedApp($1.bundleId), $1.offerId, $1.day)
+            }
+        }
+    }
+}
+
+extension Records {
+    /// An offer's day in `dailyTotals`.
+    struct DayKey: Hashable {
+        var offer: OfferKey
+        /// `YYYY-MM-DD`, UTC.
+        var day: String
+    }
+
+    /// Deletes the signatures issued before `before` into the daily totals (the per-offer totals stay), and
+    /// clears the stored answers of signatures issued before `answersBefore`. Returns how many it deleted.
+    mutating func purge(before: Int64, answersBefore: Int64) -> Int {
+        let old = signatures.values.filter { $0.issuedAt < before }
+        for signature in old {
+            let offer = OfferKey(app: signature.storedApp, offerId: signature.offerId)
+            let day = DayKey(offer: offer, day: OfferDailyTotal.day(of: signature.issuedAt))
+            dailyTotals[day, default: (0, 0)].issued += 1
+            if redeemed.contains(signature.nonce) { dailyTotals[day, default: (0, 0)].redeemed += 1 }
+            remove(nonce: signature.nonce)
+            // `remove` takes a released signature off its offer's total; a purged one stays counted there.
+            totals[offer, default: (0, 0)].issued += 1
+        }
+        for signature in signatures.values where signature.issuedAt < answersBefore {
+            guard let idempotency = signature.idempotency else { continue }
+            let key = IdempotencyKey(bundleId: signature.bundleId, key: idempotency.key)
+            if idempotencyKeys[key] == signature.nonce { idempotencyKeys[key] = nil }
+            signatures[signature.nonce]?.idempotency = nil
+        }
+        return old.count
+    }
+}
+
+// MARK: - Notifications and server-known state
+
+extension MemoryLedger {
+    public func recordNotification(
+        _ notification: ReceivedNotification,
+        completion: @escaping @Sendable (Result<NotificationOutcome, LedgerError>) -> Void
+    ) {
+        completion(.success(records.withLock { $0.record(notification) }))
+    }
+
+    public func notification(uuid: String) throws(LedgerError) -> RecordedNotification? {
+        records.withLock { $0.notifications[uuid] }
+    }
+
+    public func redemptions(customerKey: String) throws(LedgerError) -> [RecordedRedemption] {
+        records.withLock { records in
+            (records.redemptions.values.filter { $0.customerKey == customerKey })
+                .sorted { ($0.purchaseDate, $0.transactionId) < ($1.purchaseDate, $1.transactionId) }
+                .map { redemption in
+                    let app = LedgerNamespace.parse(storedApp: redemption.offer.app)
+                    return RecordedRedemption(
+                        bundleId: app.bundleId, namespace: app.namespace, offerId: redemption.offer.offerId,
+                        customerKey: customerKey, transactionId: redemption.transactionId,
+                        redeemedAt: redemption.purchaseDate, offerType: redemption.offerType, nonce: redemption.nonce,
+                        revokedAt: redemption.revokedAt)
+                }
+        }
+    }
+
+    public func state(
+        bundleId: String, namespace: LedgerNamespace, originalTransactionId: String
+    ) throws(LedgerError) -> ServerKnownState? {
+        records.withLock { records in
+            records.states[Records.CustomerKey(app: namespace.storedApp(bundleId), customerKey: originalTransactionId)]
+                .map {
+                    ServerKnownState(
+                        signedTransaction: $0.transaction?.signedTransaction,
+                        signedRenewalInfo: $0.renewalInfo?.signedRenewalInfo, updatedAt: $0.updatedAt)
+                }
+        }
+    }
+}
+
+extension Records {
+    /// Everything a notification teaches, under the one lock (see `Ledger.recordNotification`).
+    mutating func record(_ notification: ReceivedNotification) -> NotificationOutcome {
+        guard notifications[notification.notificationUUID] == nil else { return .duplicate }
+        notifications[notification.notificationUUID] = RecordedNotification(notification)
+        var effects = NotificationEffects()
+        if let observed = notification.observed { effects.redemption = observe(observed) }
+        let app = notification.storedApp
+        if let revocation = notification.revocation, let redemption = redemptions[revocation.transactionId],
+            redemption.offer.app == app, revocation.applies(after: redemption.revocationSignedAt)
+        {
+            redemptions[revocation.transactionId]?.revokedAt = revocation.revokedAt
+            redemptions[revocation.transactionId]?.revocationSignedAt = revocation.signedDate
+            effects.revocationChanged = true
+        }
+        guard let original = notification.originalTransactionId else { return .recorded(effects) }
+        let key = CustomerKey(app: app, customerKey: original)
+        var state = states[key] ?? SubscriptionState(updatedAt: notification.receivedAt)
+        if let transaction = notification.transaction,
+            state.transaction.map({ FreshestFacts.isNewer(transaction.order, than: $0.order) }) ?? true
+        {
+            state.transaction = transaction
+            effects.transactionKept = true
+        }
+        // Renewal info kept without a signedDate orders before any other.
+        if let renewalInfo = notification.renewalInfo,
+            FreshestFacts.isNewer(
+                renewalSignedAt: renewalInfo.signedDate, than: state.renewalInfo.map { $0.signedDate ?? .min })
+        {
+            state.renewalInfo = renewalInfo
+            effects.renewalInfoKept = true
+        }
+        if effects.transactionKept || effects.renewalInfoKept {
+            state.updatedAt = notification.receivedAt
+            states[key] = state
+        }
+        return .recorded(effects)
     }
 }

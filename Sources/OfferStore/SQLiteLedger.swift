@@ -30,26 +30,55 @@ public final class SQLiteLedger: Ledger {
         var changes: Int64 = -1
     }
 
-    /// Opens (creating if needed) the database at `path`; `:memory:` gives a private in-memory database.
-    public init(path: String) throws(LedgerError) {
+    /// How long a statement waits for another process's lock on the file before it fails with kind `timeout`.
+    static let busyTimeoutMilliseconds: Int32 = 5000
+    /// How long the readiness probe waits for the write lock.
+    static let probeTimeoutMilliseconds: Int32 = 250
+    /// The room (free pages, or pages the file may still grow by) below which the ledger counts as full: enough
+    /// for a group of records and the pages their indexes split into.
+    static let minimumRoomPages: Int64 = 64
+
+    private let path: String
+
+    /// Opens (creating if needed) the database at `path`; `:memory:` gives a private in-memory database. A file
+    /// that is damaged, or not a database, is refused with a message that names it and says what to do
+    /// (`PRAGMA quick_check` runs at open: about a second per million records).
+    ///
+    /// `pageLimit` is a fault simulation for tests (`serve` takes it from `OFFER_SIGNER_TEST_SQLITE_MAX_PAGES`):
+    /// the file may not grow past that many pages (SQLite's `max_page_count`, never below the file's size at
+    /// open), so a write that needs a new page fails as on a full disk.
+    public init(path: String, pageLimit: Int? = nil) throws(LedgerError) {
         try LedgerFile.prepare(path)
+        self.path = path
         let connection = try Connection(path: path)
-        try connection.execute("PRAGMA busy_timeout=5000")
+        connection.setBusyTimeout(milliseconds: Self.busyTimeoutMilliseconds)
         try connection.execute("PRAGMA journal_mode=WAL")
         try connection.execute("PRAGMA synchronous=FULL")
         // Deleted rows are overwritten, so a forgotten customer's key does not stay in free space (Debian's
         // SQLite does this by default; other builds do not).
         try connection.execute("PRAGMA secure_delete=ON")
+        // Before anything is written: a damaged index would miscount limits, and writing to a damaged file can
+        // make it worse.
+        let check = try connection.texts("PRAGMA quick_check(1)", [])
+        guard check == ["ok"] else { throw LedgerFile.damaged(path, reason: check.joined(separator: "; ")) }
         try LedgerSchema.migrate(connection, path: path)
+        if let pageLimit { try Self.limitPages(connection, to: pageLimit) }
         self.connection = Mutex(connection)
         writer = GroupCommit(label: "offer-signer.ledger.sqlite-writer")
         if path == ":memory:" || path.isEmpty {
             reader = Mutex(nil)
         } else {
             let reader = try Connection(path: path)
-            try reader.execute("PRAGMA busy_timeout=5000")
+            reader.setBusyTimeout(milliseconds: Self.busyTimeoutMilliseconds)
+            if let pageLimit { try Self.limitPages(reader, to: pageLimit) }
             self.reader = Mutex(reader)
         }
+    }
+
+    /// `pageLimit`'s fault simulation on one connection.
+    private static func limitPages(_ connection: Connection, to pages: Int) throws(LedgerError) {
+        // A PRAGMA's value cannot be bound; this one is an integer.
+        try connection.execute("PRAGMA max_page_count=\(max(1, pages))")
     }
 
     /// Runs a read on the reader connection (or the writer's, in memory).
@@ -101,7 +130,10 @@ public final class SQLiteLedger: Ledger {
                 do throws(LedgerError) {
                     switch try Self.commitTogether(connection, group, &kept) {
                     case .committed(let results): return results
-                    case .recordFailed(let error) where group.count == 1: return [.failure(error)]
+                    case .recordFailed(let error) where group.count == 1 || error.isStoreFault:
+                        // A fault of the store (full, locked, unreadable) fails every record: one by one would not
+                        // fare better.
+                        return Array(repeating: .failure(error), count: group.count)
                     case .recordFailed: break
                     }
                 } catch {
@@ -242,8 +274,11 @@ public final class SQLiteLedger: Ledger {
             let erased = try connection.transaction { () throws(LedgerError) -> Int in
                 let signatures = try connection.scalar(Query.countCustomerSignatures, [.text(customerKey)])
                 let redemptions = try connection.scalar(Query.countCustomerRedemptions, [.text(customerKey)])
-                for statement in Query.forget { try connection.run(statement, [.text(customerKey)]) }
-                return Int(signatures + redemptions)
+                let notified = try connection.scalar(NotificationQuery.countCustomerRecords, [.text(customerKey)])
+                for statement in Query.forget + NotificationQuery.forget {
+                    try connection.run(statement, [.text(customerKey)])
+                }
+                return Int(signatures + redemptions + notified)
             }
             // The WAL still holds the pages as they were before: copied into the file and emptied, so the key
             // is gone from both. Best effort: a reader in the middle of a transaction can keep the WAL a moment.
@@ -270,10 +305,38 @@ public final class SQLiteLedger: Ledger {
         }
     }
 
-    public func isHealthy() -> Bool {
-        (try? read { (connection) throws(LedgerError) in
-            try connection.scalar("SELECT count(*) FROM sqlite_master", [])
-        }) != nil
+    public var backendName: String { "sqlite" }
+
+    /// The file answers a read; and once a write has failed for a fault of the store, until a write succeeds
+    /// again, a write could begin now (`probeWrites`). A damaged file stays unready until a write succeeds.
+    public func checkReadiness() throws(LedgerError) {
+        try read { (connection) throws(LedgerError) in
+            _ = try connection.scalar("SELECT count(*) FROM sqlite_master", [])
+        }
+        guard let fault = writer.lastFault else { return }
+        if fault.kind == .corrupt { throw fault }
+        try read { (connection) throws(LedgerError) in try Self.probeWrites(connection, path: path) }
+    }
+
+    /// Takes the write lock (waiting `probeTimeoutMilliseconds` at most, then kind `timeout`), checks there is
+    /// room to write (free pages, or pages the file may grow by under `max_page_count` and the disk's free space;
+    /// else kind `full`), and lets go without writing anything.
+    private static func probeWrites(_ connection: Connection, path: String) throws(LedgerError) {
+        connection.setBusyTimeout(milliseconds: probeTimeoutMilliseconds)
+        defer { connection.setBusyTimeout(milliseconds: busyTimeoutMilliseconds) }
+        try connection.run("BEGIN IMMEDIATE", [])
+        defer { try? connection.run("ROLLBACK", []) }
+        let free = try connection.scalar("PRAGMA freelist_count", [])
+        let pages = try connection.scalar("PRAGMA page_count", [])
+        let limit = try connection.scalar("PRAGMA max_page_count", [])
+        let pageSize = max(1, try connection.scalar("PRAGMA page_size", []))
+        let growth = max(0, min(limit - pages, LedgerFile.freeBytes(path).map { $0 / pageSize } ?? .max))
+        guard free + growth >= minimumRoomPages else {
+            throw LedgerError(
+                "the ledger \(path) is full: \(free) free page(s) and room to grow by \(growth) more of "
+                    + "\(pageSize) bytes (its disk, or its size limit), fewer than the \(minimumRoomPages) a group of "
+                    + "records may need", kind: .full)
+        }
     }
 
     /// The counts for `key`; the offer's places are counted in full only the first time in a group (`counts`).
@@ -330,15 +393,25 @@ public final class SQLiteLedger: Ledger {
         guard transaction.transition(from: run) != nil else { return .unchanged }
         return try connection.withLock { (connection: inout Connection) throws(LedgerError) -> RedemptionOutcome in
             try connection.transaction { () throws(LedgerError) -> RedemptionOutcome in
-                guard let (next, redeemed) = transaction.transition(from: try Self.run(connection, subscription))
-                else { return .unchanged }
-                try connection.run(
-                    Query.saveRun,
-                    subscription + [next.offerId.map(Connection.Value.text) ?? .null, .integer(next.purchaseDate)])
-                guard redeemed, let offerId = next.offerId else { return .runEnded }
-                return try Self.redeem(connection, transaction, offerId: offerId)
+                try Self.observe(connection, transaction)
             }
         }
+    }
+
+    /// The redemption logic, in the transaction the caller holds: `observe` and `recordNotification` share it.
+    private static func observe(
+        _ connection: Connection, _ transaction: ObservedTransaction
+    ) throws(LedgerError) -> RedemptionOutcome {
+        let subscription: [Connection.Value] = [
+            .text(transaction.namespace.storedApp(transaction.bundleId)), .text(transaction.originalTransactionId),
+        ]
+        guard let (next, redeemed) = transaction.transition(from: try run(connection, subscription))
+        else { return .unchanged }
+        try connection.run(
+            Query.saveRun,
+            subscription + [next.offerId.map(Connection.Value.text) ?? .null, .integer(next.purchaseDate)])
+        guard redeemed, let offerId = next.offerId else { return .runEnded }
+        return try redeem(connection, transaction, offerId: offerId)
     }
 
     /// The run recorded for a subscription (`[app, originalTransactionId]`).
@@ -503,5 +576,366 @@ public final class SQLiteLedger: Ledger {
             WHERE (bundle_id, offer_id) IN (SELECT bundle_id, offer_id FROM issued_signatures WHERE nonce = ?1)
             """
         static let deleteSignature = "DELETE FROM issued_signatures WHERE nonce = ?1"
+    }
+}
+
+// MARK: - Ops: grants, resets, their record, and the purge
+
+extension SQLiteLedger {
+    /// Signatures one purge transaction deletes: small enough that the writer waits a few milliseconds at most.
+    static let purgeBatch = 5000
+
+    public func grant(
+        bundleId: String, namespace: LedgerNamespace, offerId: String, customerKey: String, count: Int,
+        reason: String, at: Int64
+    ) throws(LedgerError) -> Int {
+        try LedgerAction.check(count: count, customerKey: customerKey, reason: reason)
+        let subject: [Connection.Value] = [
+            .text(namespace.storedApp(bundleId)), .text(offerId), .text(customerKey),
+        ]
+        return try connection.withLock { (connection: inout Connection) throws(LedgerError) -> Int in
+            try connection.transaction { () throws(LedgerError) -> Int in
+                let granted = try connection.texts(OpsQuery.grant, subject + [.integer(Int64(count))])
+                try connection.run(
+                    OpsQuery.insertAction,
+                    [.integer(at), .text(LedgerAction.Kind.grant.rawValue)] + subject
+                        + [.integer(Int64(count)), .text(reason)])
+                return Int(granted.first ?? "") ?? 0
+            }
+        }
+    }
+
+    public func reset(
+        bundleId: String, namespace: LedgerNamespace, offerId: String, customerKey: String?, reason: String,
+        at: Int64, signatureTTL: Int64
+    ) throws(LedgerError) -> Int {
+        try LedgerAction.check(customerKey: customerKey, reason: reason)
+        let key = UsageKey(
+            bundleId: bundleId, offerId: offerId, customerKey: customerKey, namespace: namespace, now: at,
+            signatureTTL: signatureTTL)
+        let subject: [Connection.Value] = [.text(key.storedApp), .text(offerId), .text(customerKey ?? "")]
+        return try connection.withLock { (connection: inout Connection) throws(LedgerError) -> Int in
+            try connection.transaction { () throws(LedgerError) -> Int in
+                var counts = GroupCounts()
+                let before = try Self.usage(connection, key, &counts)
+                let freed: Int
+                if customerKey != nil {
+                    freed = before.customerSignatures + before.customerRedemptions
+                    try connection.run(OpsQuery.resetCustomer, subject + [.integer(at)])
+                } else {
+                    freed = before.offerReservations + before.offerRedemptions
+                    try connection.run(OpsQuery.resetOffer, Array(subject.prefix(2)) + [.integer(at)])
+                }
+                try connection.run(
+                    OpsQuery.insertAction,
+                    [.integer(at), .text(LedgerAction.Kind.reset.rawValue)] + subject
+                        + [.integer(Int64(freed)), .text(reason)])
+                return freed
+            }
+        }
+    }
+
+    public func actions() throws(LedgerError) -> [LedgerAction] {
+        try read { (connection) throws(LedgerError) -> [LedgerAction] in
+            try connection.rows(OpsQuery.actions, [], columns: 7).map(Self.action)
+        }
+    }
+
+    /// A row of `OpsQuery.actions`' columns.
+    static func action(_ row: [String?]) -> LedgerAction {
+        let app = LedgerNamespace.parse(storedApp: row[2] ?? "")
+        return LedgerAction(
+            at: Int64(row[0] ?? "") ?? 0, kind: LedgerAction.Kind(rawValue: row[1] ?? "") ?? .grant,
+            bundleId: app.bundleId, namespace: app.namespace, offerId: row[3] ?? "",
+            subject: LedgerAction.subject(storedCustomerKey: row[4]), count: Int(row[5] ?? "") ?? 0,
+            reason: row[6] ?? "")
+    }
+
+    public func purge(before: Int64, now: Int64) throws(LedgerError) -> Int {
+        let batch = Int64(Self.purgeBatch)
+        var purged = 0
+        // Each batch in its own transaction: the writer's group commits go on between them.
+        while true {
+            let deleted = try connection.withLock { (connection: inout Connection) throws(LedgerError) -> Int in
+                try connection.transaction { () throws(LedgerError) -> Int in
+                    try connection.run(OpsQuery.keepDailyTotals, [.integer(before), .integer(batch)])
+                    try connection.run(OpsQuery.purgeSignatures, [.integer(before), .integer(batch)])
+                    return connection.changes
+                }
+            }
+            purged += deleted
+            if deleted < Self.purgeBatch { break }
+        }
+        let answersBefore = now - IssuedSignature.Idempotency.window
+        while true {
+            let cleared = try connection.withLock { (connection: inout Connection) throws(LedgerError) -> Int in
+                try connection.transaction { () throws(LedgerError) -> Int in
+                    try connection.run(OpsQuery.clearAnswers, [.integer(answersBefore), .integer(batch)])
+                    return connection.changes
+                }
+            }
+            if cleared < Self.purgeBatch { break }
+        }
+        return purged
+    }
+
+    public func dailyTotals() throws(LedgerError) -> [OfferDailyTotal] {
+        try read { (connection) throws(LedgerError) -> [OfferDailyTotal] in
+            try connection.rows(OpsQuery.dailyTotals, [], columns: 5).map { row in
+                let app = LedgerNamespace.parse(storedApp: row[0] ?? "")
+                return OfferDailyTotal(
+                    bundleId: app.bundleId, offerId: row[1] ?? "", day: row[2] ?? "", issued: Int(row[3] ?? "") ?? 0,
+                    redeemed: Int(row[4] ?? "") ?? 0, namespace: app.namespace)
+            }
+        }
+    }
+
+    /// The statements of grants, resets and the purge.
+    enum OpsQuery {
+        /// A customer's grants for an offer raised by ?4; returns them in all.
+        static let grant = """
+            INSERT INTO allowances (bundle_id, offer_id, customer_key, granted) VALUES (?1, ?2, ?3, ?4)
+            ON CONFLICT (bundle_id, offer_id, customer_key) DO UPDATE SET granted = granted + excluded.granted
+            RETURNING granted
+            """
+        /// The customer's counts for the offer start after ?4; their grants stay.
+        static let resetCustomer = """
+            INSERT INTO allowances (bundle_id, offer_id, customer_key, reset_at_ms) VALUES (?1, ?2, ?3, ?4)
+            ON CONFLICT (bundle_id, offer_id, customer_key) DO UPDATE SET reset_at_ms = excluded.reset_at_ms
+            """
+        /// The offer's counts (and every customer's) start after ?3; the redemptions recorded so far no longer
+        /// spend its budget.
+        static let resetOffer = """
+            INSERT INTO allowances (bundle_id, offer_id, customer_key, reset_at_ms, redeemed_base)
+            VALUES (?1, ?2, '', ?3,
+                (SELECT coalesce(sum(redeemed), 0) FROM offer_totals WHERE bundle_id = ?1 AND offer_id = ?2))
+            ON CONFLICT (bundle_id, offer_id, customer_key) DO UPDATE
+            SET reset_at_ms = excluded.reset_at_ms, redeemed_base = excluded.redeemed_base
+            """
+        static let insertAction = """
+            INSERT INTO ledger_actions (at_ms, action, bundle_id, offer_id, customer_key, count, reason)
+            VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)
+            """
+        static let actions =
+            "SELECT at_ms, action, bundle_id, offer_id, customer_key, count, reason FROM ledger_actions ORDER BY id"
+        /// Index `issued_by_time`: the oldest ?2 signatures issued before ?1 (the same rows `purgeSignatures`
+        /// deletes next, in the same transaction), added to their offer's day.
+        static let keepDailyTotals = """
+            INSERT INTO offer_daily_totals (bundle_id, offer_id, day, issued, redeemed)
+            SELECT bundle_id, offer_id, strftime('%Y-%m-%d', issued_at_ms / 1000, 'unixepoch'), count(*),
+                count(redeemed_at_ms)
+            FROM issued_signatures
+            WHERE id IN (SELECT id FROM issued_signatures WHERE issued_at_ms < ?1 ORDER BY issued_at_ms, id LIMIT ?2)
+            GROUP BY 1, 2, 3
+            ON CONFLICT (bundle_id, offer_id, day) DO UPDATE
+            SET issued = issued + excluded.issued, redeemed = redeemed + excluded.redeemed
+            """
+        static let purgeSignatures = """
+            DELETE FROM issued_signatures
+            WHERE id IN (SELECT id FROM issued_signatures WHERE issued_at_ms < ?1 ORDER BY issued_at_ms, id LIMIT ?2)
+            """
+        /// Index `issued_answers`: answers kept past their key's window, ?2 at a time.
+        static let clearAnswers = """
+            UPDATE issued_signatures SET idempotency_key = NULL, request_hash = NULL, answer = NULL
+            WHERE id IN (SELECT id FROM issued_signatures WHERE answer IS NOT NULL AND issued_at_ms < ?1 LIMIT ?2)
+            """
+        static let dailyTotals = """
+            SELECT bundle_id, offer_id, day, issued, redeemed FROM offer_daily_totals ORDER BY bundle_id, offer_id, day
+            """
+    }
+}
+
+// MARK: - Notifications and server-known state
+
+extension SQLiteLedger {
+    /// Notifications are recorded one at a time, off the caller's thread, each in a short transaction of its own on
+    /// the writer connection (they are few; signatures keep their group commits).
+    private static let notificationWriter = DispatchQueue(label: "offer-signer.ledger.sqlite-notifications")
+
+    public func recordNotification(
+        _ notification: ReceivedNotification,
+        completion: @escaping @Sendable (Result<NotificationOutcome, LedgerError>) -> Void
+    ) {
+        Self.notificationWriter.async { [self] in
+            let result = Result { () throws(LedgerError) -> NotificationOutcome in
+                try connection.withLock { (connection: inout Connection) throws(LedgerError) -> NotificationOutcome in
+                    try connection.transaction { () throws(LedgerError) -> NotificationOutcome in
+                        try Self.record(connection, notification)
+                    }
+                }
+            }
+            completion(result)
+        }
+    }
+
+    /// Everything a notification teaches, in the caller's transaction.
+    private static func record(
+        _ connection: Connection, _ notification: ReceivedNotification
+    ) throws(LedgerError) -> NotificationOutcome {
+        let app = notification.storedApp
+        try connection.run(
+            NotificationQuery.insert,
+            [
+                .text(notification.notificationUUID), .text(app), .text(notification.notificationType),
+                notification.subtype.map(Connection.Value.text) ?? .null, .integer(notification.signedDate),
+                .integer(notification.receivedAt),
+                notification.originalTransactionId.map(Connection.Value.text) ?? .null,
+            ])
+        guard connection.changes == 1 else { return .duplicate }
+        var effects = NotificationEffects()
+        if let observed = notification.observed { effects.redemption = try observe(connection, observed) }
+        if let revocation = notification.revocation {
+            let recorded = try connection.rows(
+                NotificationQuery.selectRevocation, [.text(app), .text(revocation.transactionId)], columns: 1)
+            if let row = recorded.first, revocation.applies(after: row[0].flatMap { Int64($0) }) {
+                try connection.run(
+                    NotificationQuery.revoke,
+                    [
+                        revocation.revokedAt.map(Connection.Value.integer) ?? .null, .integer(revocation.signedDate),
+                        .text(app), .text(revocation.transactionId),
+                    ])
+                effects.revocationChanged = true
+            }
+        }
+        guard let original = notification.originalTransactionId else { return .recorded(effects) }
+        let subscription: [Connection.Value] = [.text(app), .text(original)]
+        let stored = try connection.rows(NotificationQuery.selectStateOrder, subscription, columns: 6).first
+        if let transaction = notification.transaction {
+            let current = stored?[0].map { transactionId in
+                FreshestFacts.TransactionOrder(
+                    transactionId: transactionId, expiresDate: stored?[1].flatMap { Int64($0) },
+                    purchaseDate: stored?[2].flatMap { Int64($0) }, signedDate: stored?[3].flatMap { Int64($0) })
+            }
+            if current.map({ FreshestFacts.isNewer(transaction.order, than: $0) }) ?? true {
+                let order = transaction.order
+                try connection.run(
+                    NotificationQuery.keepTransaction,
+                    subscription + [
+                        .text(transaction.signedTransaction), .text(order.transactionId),
+                        order.expiresDate.map(Connection.Value.integer) ?? .null,
+                        order.purchaseDate.map(Connection.Value.integer) ?? .null,
+                        order.signedDate.map(Connection.Value.integer) ?? .null, .integer(notification.receivedAt),
+                    ])
+                effects.transactionKept = true
+            }
+        }
+        if let renewalInfo = notification.renewalInfo {
+            // Renewal info kept without a signedDate orders before any other.
+            let current = stored?[5] == "1" ? stored?[4].flatMap { Int64($0) } ?? .min : nil
+            if FreshestFacts.isNewer(renewalSignedAt: renewalInfo.signedDate, than: current) {
+                try connection.run(
+                    NotificationQuery.keepRenewalInfo,
+                    subscription + [
+                        .text(renewalInfo.signedRenewalInfo),
+                        renewalInfo.signedDate.map(Connection.Value.integer) ?? .null,
+                        .integer(notification.receivedAt),
+                    ])
+                effects.renewalInfoKept = true
+            }
+        }
+        return .recorded(effects)
+    }
+
+    public func notification(uuid: String) throws(LedgerError) -> RecordedNotification? {
+        try read { (connection) throws(LedgerError) -> RecordedNotification? in
+            guard let row = try connection.rows(NotificationQuery.selectNotification, [.text(uuid)], columns: 7).first
+            else { return nil }
+            let app = LedgerNamespace.parse(storedApp: row[1] ?? "")
+            return RecordedNotification(
+                notificationUUID: row[0] ?? "", bundleId: app.bundleId, namespace: app.namespace,
+                notificationType: row[2] ?? "", subtype: row[3], signedDate: Int64(row[4] ?? "") ?? 0,
+                receivedAt: Int64(row[5] ?? "") ?? 0, originalTransactionId: row[6])
+        }
+    }
+
+    public func redemptions(customerKey: String) throws(LedgerError) -> [RecordedRedemption] {
+        try read { (connection) throws(LedgerError) -> [RecordedRedemption] in
+            try connection.rows(NotificationQuery.customerRedemptions, [.text(customerKey)], columns: 8).map { row in
+                let app = LedgerNamespace.parse(storedApp: row[0] ?? "")
+                return RecordedRedemption(
+                    bundleId: app.bundleId, namespace: app.namespace, offerId: row[1] ?? "", customerKey: customerKey,
+                    transactionId: row[2] ?? "", redeemedAt: Int64(row[3] ?? "") ?? 0,
+                    offerType: row[4].flatMap { Int($0) }, nonce: row[5], revokedAt: row[6].flatMap { Int64($0) })
+            }
+        }
+    }
+
+    public func state(
+        bundleId: String, namespace: LedgerNamespace, originalTransactionId: String
+    ) throws(LedgerError) -> ServerKnownState? {
+        try read { (connection) throws(LedgerError) -> ServerKnownState? in
+            guard
+                let row = try connection.rows(
+                    NotificationQuery.selectState,
+                    [.text(namespace.storedApp(bundleId)), .text(originalTransactionId)], columns: 3
+                ).first
+            else { return nil }
+            return ServerKnownState(
+                signedTransaction: row[0], signedRenewalInfo: row[1], updatedAt: Int64(row[2] ?? "") ?? 0)
+        }
+    }
+
+    /// The statements of notifications and server-known state.
+    enum NotificationQuery {
+        /// A notification seen before changes nothing (its UUID is the primary key).
+        static let insert = """
+            INSERT INTO notifications
+                (notification_uuid, bundle_id, notification_type, subtype, signed_ms, received_ms,
+                 original_transaction_id)
+            VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)
+            ON CONFLICT (notification_uuid) DO NOTHING
+            """
+        static let selectNotification = """
+            SELECT notification_uuid, bundle_id, notification_type, subtype, signed_ms, received_ms,
+                original_transaction_id
+            FROM notifications WHERE notification_uuid = ?1
+            """
+        /// The transaction's redemption (unique by transaction ID), and when its revocation last changed.
+        static let selectRevocation =
+            "SELECT revocation_signed_ms FROM redemptions WHERE bundle_id = ?1 AND transaction_id = ?2"
+        static let revoke = """
+            UPDATE redemptions SET revoked_at_ms = ?1, revocation_signed_ms = ?2
+            WHERE bundle_id = ?3 AND transaction_id = ?4
+            """
+        /// By primary key: what orders the kept transaction, and whether renewal info is kept and when it was signed.
+        static let selectStateOrder = """
+            SELECT transaction_id, expires_ms, purchase_ms, transaction_signed_ms, renewal_signed_ms,
+                renewal_jws IS NOT NULL
+            FROM subscription_states WHERE bundle_id = ?1 AND original_transaction_id = ?2
+            """
+        static let selectState = """
+            SELECT transaction_jws, renewal_jws, updated_ms FROM subscription_states
+            WHERE bundle_id = ?1 AND original_transaction_id = ?2
+            """
+        static let keepTransaction = """
+            INSERT INTO subscription_states
+                (bundle_id, original_transaction_id, transaction_jws, transaction_id, expires_ms, purchase_ms,
+                 transaction_signed_ms, updated_ms)
+            VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)
+            ON CONFLICT (bundle_id, original_transaction_id) DO UPDATE
+            SET transaction_jws = excluded.transaction_jws, transaction_id = excluded.transaction_id,
+                expires_ms = excluded.expires_ms, purchase_ms = excluded.purchase_ms,
+                transaction_signed_ms = excluded.transaction_signed_ms, updated_ms = excluded.updated_ms
+            """
+        static let keepRenewalInfo = """
+            INSERT INTO subscription_states (bundle_id, original_transaction_id, renewal_jws, renewal_signed_ms, updated_ms)
+            VALUES (?1, ?2, ?3, ?4, ?5)
+            ON CONFLICT (bundle_id, original_transaction_id) DO UPDATE
+            SET renewal_jws = excluded.renewal_jws, renewal_signed_ms = excluded.renewal_signed_ms,
+                updated_ms = excluded.updated_ms
+            """
+        static let customerRedemptions = """
+            SELECT bundle_id, offer_id, transaction_id, redeemed_at_ms, offer_type, nonce, revoked_at_ms
+            FROM redemptions WHERE customer_key = ?1 ORDER BY redeemed_at_ms, id
+            """
+        static let countCustomerRecords = """
+            SELECT (SELECT count(*) FROM subscription_states WHERE original_transaction_id = ?1)
+                + (SELECT count(*) FROM notifications WHERE original_transaction_id = ?1)
+            """
+        /// The customer's server-known state goes; the notifications about them keep their UUID, not the key.
+        static let forget = [
+            "DELETE FROM subscription_states WHERE original_transaction_id = ?1",
+            "UPDATE notifications SET original_transaction_id = NULL WHERE original_transaction_id = ?1",
+        ]
     }
 }

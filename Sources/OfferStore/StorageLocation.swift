@@ -35,12 +35,13 @@ public enum StorageLocation: Sendable, Equatable, CustomStringConvertible {
 
     /// Opens the ledger: `nil` for `.none`; a SQLite file is created 0600 (its missing folders 0700) and its
     /// schema brought up to date; a PostgreSQL database gets a pool of at most `connections` (the service's
-    /// worker threads and one for the ledger's writer) and its schema brought up to date.
-    public func open(connections: Int = 2) throws(LedgerError) -> (any Ledger)? {
+    /// worker threads and one for the ledger's writer) and its schema brought up to date. `sqlitePageLimit` is
+    /// `SQLiteLedger`'s fault simulation for tests, ignored by other backends.
+    public func open(connections: Int = 2, sqlitePageLimit: Int? = nil) throws(LedgerError) -> (any Ledger)? {
         switch self {
         case .none: return nil
         case .memory: return MemoryLedger()
-        case .sqlite(let path): return try SQLiteLedger(path: path)
+        case .sqlite(let path): return try SQLiteLedger(path: path, pageLimit: sqlitePageLimit)
         case .postgresql(let configuration): return try PostgreSQLLedger(configuration, connections: connections)
         }
     }

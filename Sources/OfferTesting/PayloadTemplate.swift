@@ -2,7 +2,9 @@ import OfferAPI
 import OfferCore
 
 /// A payload written by hand for test data, made ready to sign: Apple's field names, and dates that may be
-/// written relative to now (`"expiresDate": "-40d"`). The test kit's `testkit sign --payload` reads these.
+/// written relative to now (`"expiresDate": "-40d"`). The test kit's `testkit sign --payload` reads these. For a
+/// notification, the top-level fields are checked and resolved (`signedDate`); its nested objects are kept as
+/// written (their signed data is signed on its own: `NotificationTemplate`).
 ///
 /// Every date field of the kind (as the service's decoder reads it) takes Unix milliseconds, `"now"`, a signed
 /// amount of days, hours, minutes or seconds from now (`"-40d"`, `"+2h"`, `"-30m"`, `"+10s"`), or an ISO 8601
@@ -57,6 +59,7 @@ public struct PayloadTemplate: Sendable {
             case .transaction: _ = try JWSTransactionPayload(json: payload)
             case .renewalInfo: _ = try JWSRenewalInfoPayload(json: payload)
             case .appTransaction: _ = try AppTransactionPayload(json: payload)
+            case .notification: _ = try NotificationPayload(json: payload)
             }
         } catch {
             warnings.append("the service will reject this payload: \(error.message)")
@@ -70,6 +73,7 @@ public struct PayloadTemplate: Sendable {
         case .transaction: return JWSTransactionPayload.fieldTypes
         case .renewalInfo: return JWSRenewalInfoPayload.fieldTypes
         case .appTransaction: return AppTransactionPayload.fieldTypes
+        case .notification: return NotificationPayload.fieldTypes
         }
     }
 
@@ -105,6 +109,7 @@ public struct PayloadTemplate: Sendable {
         case .transaction: return "a transaction"
         case .renewalInfo: return "renewal info"
         case .appTransaction: return "an app transaction"
+        case .notification: return "a notification"
         }
     }
 }

@@ -74,7 +74,7 @@ enum CommandLineTool {
         "keys": (["generate", "import-storekit"], Help.keysGenerate + "\n" + Help.keysImportStoreKit),
         "sign": (["promotional-offer", "introductory-offer-eligibility", "legacy"], Help.sign),
         "testkit": (["ca", "sign"], Help.testkit),
-        "ledger": (["stats", "customer", "forget"], Help.ledger),
+        "ledger": (["stats", "customer", "forget", "grant", "reset", "actions", "purge"], Help.ledger),
     ]
 
     /// A word that names no command (or no subcommand of `group`): says which, suggests the closest known one,

@@ -33,6 +33,11 @@ enum ConfigCheckCommand {
                 + settings.trust.environments.map(\.rawValue).joined(separator: ", "),
             "logging: \(settings.logging.level.label), \(settings.logging.format.rawValue)",
         ]
+        if settings.storage != .none {
+            lines.insert(
+                "ledgerRetentionDays: \(settings.ledgerRetentionDays) (older signature records are purged into daily "
+                    + "totals)", at: 3)
+        }
         if let rateLimit = settings.rateLimit {
             lines.append(
                 "rateLimit: \(rateLimit.policy.requestsPerMinute)/min, burst \(rateLimit.policy.burst)"

@@ -48,7 +48,14 @@ enum ExplainCommand {
             throw UsageError("--offer \(offer) differs from the request's offerId \(named)")
         }
         let (ledger, ledgerNote) = openLedger(configuration.settings.storage)
-        let service = try ServeCommand.snapshot(configuration, catalog: catalog, ledger: ledger).eligibility
+        // The ledger is read (counts, server-known state), never written.
+        let service: EligibilityService
+        do {
+            service = try OfferService.snapshot(configuration, catalog: catalog, ledger: ledger, writes: false)
+                .eligibility
+        } catch {
+            throw CommandError(ServeCommand.describe(error, path: configuration.path))
+        }
         let explanation: Explanation
         if let body {
             explanation = Explanation.explain(

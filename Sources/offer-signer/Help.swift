@@ -19,9 +19,13 @@ enum Help {
                                      sign one introductory offer eligibility JWS offline
           sign legacy                sign one legacy (iOS 12.2 to 26) promotional offer signature offline
           explain                    show every rule of an offer evaluated against signed data
-          ledger stats               signatures issued per offer, and what remains of limited offers
-          ledger customer KEY        one customer's recorded signatures
+          ledger stats               per offer: issued, redeemed, reserved, remaining, conversion
+          ledger customer KEY        one customer's recorded signatures, grants and resets
           ledger forget KEY          erase one customer's records (per-offer totals are kept)
+          ledger grant               give a customer more places under an offer's perCustomer limit
+          ledger reset               set an offer's counts, or one customer's, to zero
+          ledger actions             every grant and reset, with its reason
+          ledger purge               delete the records older than ledgerRetentionDays (totals are kept)
           testkit                    make test certificates and Apple-like signed data for integration tests
 
         Run `offer-signer <command> --help` for a command's options. `offer-signer --version` prints the version.
@@ -38,7 +42,8 @@ enum Help {
         configuration keeps serving and the reason is logged. "listen", "rateLimit" and "logging" take
         effect after a restart; a changed "storage" makes the reload fail (restart to use it).
         `offer-signer reload --pid PID` sends SIGHUP and reports whether that reload worked. Every API request is logged at info level in one line (request ID, route, status,
-        duration, app, offer, decision, reason code) to standard error.
+        duration, app, offer, decision, reason code) to standard error. With a ledger, the records older
+        than "ledgerRetentionDays" are purged at start and every hour (one log line each time).
 
           --config FILE        configuration file (JSON), required
           --host HOST          listen address, overrides the config
@@ -70,8 +75,9 @@ enum Help {
         trust roots), opens the storage as the service would (creating and migrating a SQLite ledger), and
         prints a summary: settings, apps, keys by ID, and each offer with its window and rule. Warns about
         offers whose window has ended or not begun (at --at, default now) and rules that can never pass
-        under the trust settings, and about apps that accept Xcode data. Every mistake is printed with its
-        JSON path; exit status 1 if any.
+        under the trust settings, about apps that accept Xcode data, and about apps without "appAppleId"
+        while Production data is trusted (their Production notifications from Apple would be refused).
+        Every mistake is printed with its JSON path; exit status 1 if any.
         """
 
     static let keysGenerate = """
@@ -122,22 +128,45 @@ enum Help {
         """
 
     static let ledger = """
-        Usage: offer-signer ledger stats --config FILE
+        Usage: offer-signer ledger stats [--daily] --config FILE
                offer-signer ledger customer KEY --config FILE
                offer-signer ledger forget KEY --config FILE
+               offer-signer ledger grant --offer ID --customer KEY --count N --reason TEXT [--app BUNDLE]
+                   [--sandbox] --config FILE
+               offer-signer ledger reset --offer ID [--customer KEY] --reason TEXT [--app BUNDLE] [--sandbox]
+                   --config FILE
+               offer-signer ledger actions --config FILE
+               offer-signer ledger purge --config FILE
 
-        Reads the ledger of the configuration's `storage` (a SQLite file; safe while the service runs).
-        `stats` prints each configured offer's signatures issued and, for limited offers, what remains of the
-        total. `customer` prints one customer's signatures, oldest first (time, app, offer, product, form, key,
-        nonce, request ID). `forget` erases one customer's records, for a data deletion request; the per-offer
-        totals stay, anonymous, so budgets keep counting them. KEY is the customer key the service uses: the
-        verified originalTransactionId, else the appTransactionId.
+        Reads and changes the ledger of the configuration's `storage` (a SQLite file or a PostgreSQL
+        database; safe while the service runs).
+        `stats` prints, per offer (Production, then Sandbox's offers with records): signatures issued and
+        redemptions since the ledger began, reserved (signatures neither redeemed nor expired now: the places
+        they hold), what remains of a total (the total less reserved and redeemed since the last reset), and
+        the conversion (redeemed over issued). --daily adds what the purge kept of the records it deleted:
+        per UTC day and offer, signatures issued and how many of them were redeemed.
+        `customer` prints one customer's signatures, oldest first (time, app, offer, product, form, key,
+        nonce, request ID), then the grants and resets about them. `forget` erases one customer's records,
+        for a data deletion request; the per-offer totals stay, anonymous, so budgets keep counting them.
+        `grant` gives the customer N (1 to 1000000) more places under the offer's perCustomer limit.
+        `reset` sets counts to zero from now on: with --customer, that customer's places for the offer
+        (their grants stay); without, the offer's budget and every customer's count for it.
+        Both need a --reason (at most 500 characters), recorded with the action; `actions` lists them all.
+        --app names the app (needed when the configuration has several); --sandbox changes the app's
+        Sandbox counts (an app with "sandbox": "separate").
+        `purge` deletes the signature records older than "ledgerRetentionDays" (default 400) into
+        per-offer daily totals, as the service does at start and every hour; redemptions and the per-offer
+        totals stay. KEY is the customer key the service uses: the verified originalTransactionId, else the
+        appTransactionId.
         """
 
     static let testkit = """
         Usage:
           offer-signer testkit ca --out DIR [--valid-from ISO8601] [--valid-until ISO8601]
           offer-signer testkit sign transaction|renewal-info|app-transaction --ca DIR --payload FILE|- [--xcode]
+          offer-signer testkit sign notification --ca DIR --type TYPE [--subtype S] [--environment E]
+              [--app-apple-id N] [--bundle-id B] [--uuid U] [--transaction FILE] [--renewal-info FILE]
+          offer-signer testkit sign notification --ca DIR --payload FILE|-
 
         `ca` writes a test root (root.cer, DER), an intermediate and a leaf carrying Apple's marker
         extensions, and the leaf's key, to DIR. Trust root.cer in a test configuration.
@@ -148,5 +177,13 @@ enum Help {
         minutes, seconds) or an ISO 8601 date-time. Unknown field names for the kind (with the closest real
         name), other text in a date field and values the service would reject are warned about on standard
         error; the JWS is still printed, with such values as written.
+        `sign notification` prints an App Store Server Notification V2 `signedPayload`, as Apple's server posts
+        it to POST /v1/apple/notifications/{bundleId}: notificationType TYPE (any text, unknown ones too),
+        subtype S, data.environment E (default: the transaction's, else Sandbox), data.appAppleId N (Apple
+        sends it in Production only), data.bundleId B (default: the transaction's), notificationUUID U
+        (default: a new UUID; send the same one twice to test a retry), and the transaction and renewal info
+        payloads in FILE (templates as above, bundleId and environment filled in from the notification when
+        missing) signed inside it by the same chain. --payload signs a whole decoded notification as written
+        (its nested signedTransactionInfo and signedRenewalInfo already JWS).
         """
 }

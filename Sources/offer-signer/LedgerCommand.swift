@@ -2,20 +2,29 @@ import OfferCore
 import OfferServer
 import OfferStore
 
-/// `offer-signer ledger stats|customer|forget`: what the configuration's ledger holds, per offer and per
-/// customer, and the erasure of a customer's records. Safe while the service runs (SQLite's WAL lets both in).
+/// `offer-signer ledger stats|customer|forget|grant|reset|actions|purge`: what the configuration's ledger holds, per
+/// offer and per customer; the erasure of a customer's records; ops' grants and resets, each recorded with its
+/// reason, and their record; one pass of the retention. Safe while the service runs (SQLite's WAL lets both in;
+/// PostgreSQL takes the locks the service takes).
 enum LedgerCommand {
     static func run(_ subcommand: String, _ arguments: ArraySlice<String>) throws -> Int32 {
-        let options = try Arguments(arguments, valued: ["config"])
-        let path = try options.required("config")
         switch subcommand {
-        case "stats":
-            guard options.positionals.isEmpty else {
-                throw UsageError("unexpected argument \(options.positionals[0])")
+        case "stats", "actions", "purge":
+            let options = try Arguments(
+                arguments, valued: ["config"], switches: subcommand == "stats" ? ["daily"] : [])
+            try noPositionals(options)
+            let (configuration, ledger) = try open(try options.required("config"))
+            switch subcommand {
+            case "stats":
+                var lines = try stats(configuration, ledger)
+                if options.flags.contains("daily") { lines += try daily(ledger) }
+                Console.out(lines.joined(separator: "\n"))
+            case "actions": Console.out(try actions(ledger))
+            default: Console.out(try purge(configuration, ledger))
             }
-            let (configuration, ledger) = try open(path)
-            Console.out(try stats(configuration, ledger).joined(separator: "\n"))
         case "customer", "forget":
+            let options = try Arguments(arguments, valued: ["config"])
+            let path = try options.required("config")
             guard options.positionals.count == 1, let customer = options.positionals.first, !customer.isEmpty else {
                 throw UsageError(
                     "ledger \(subcommand) takes one customer key (an originalTransactionId or appTransactionId)")
@@ -23,35 +32,45 @@ enum LedgerCommand {
             let (_, ledger) = try open(path)
             if subcommand == "customer" {
                 let history = try read { () throws(LedgerError) in try ledger.history(customerKey: customer) }
+                let actions = try read { () throws(LedgerError) in try ledger.actions() }
+                    .filter { $0.subject == .customer(customer) }
                 Console.out(
-                    history.isEmpty
+                    history.isEmpty && actions.isEmpty
                         ? "no records of customer \(customer)"
-                        : history.map(describe).joined(separator: "\n"))
+                        : (history.map(describe) + actions.map(describe)).joined(separator: "\n"))
             } else {
                 let erased = try read { () throws(LedgerError) in try ledger.forget(customerKey: customer) }
                 Console.out(
                     "forgot \(erased) record(s) of customer \(customer); the per-offer totals are kept, without them")
             }
+        case "grant", "reset":
+            try change(subcommand, arguments)
         default:
             throw UsageError("unknown subcommand \"\(subcommand)\" of ledger")
         }
         return 0
     }
 
-    /// The configuration and its ledger, which must be a file (a `memory` ledger lives in the service process).
+    private static func noPositionals(_ options: Arguments) throws {
+        guard options.positionals.isEmpty else { throw UsageError("unexpected argument \(options.positionals[0])") }
+    }
+
+    /// The configuration and its ledger, which must be one another process can open: a SQLite file or a
+    /// PostgreSQL database (a `memory` ledger lives in the service process).
     private static func open(_ path: String) throws -> (Configuration, any Ledger) {
         let (configuration, _) = try ServeCommand.loadConfiguration(path)
-        guard case .sqlite = configuration.settings.storage else {
-            throw CommandError(
-                "storage \(configuration.settings.storage.description): there is no ledger file to read")
+        let storage = configuration.settings.storage
+        switch storage {
+        case .sqlite, .postgresql: break
+        case .none, .memory: throw CommandError("storage \(storage.description): there is no ledger file to read")
         }
         do {
-            guard let ledger = try configuration.settings.storage.open() else {
-                throw CommandError("storage \(configuration.settings.storage.description): no ledger")
+            guard let ledger = try storage.open() else {
+                throw CommandError("storage \(storage.description): no ledger")
             }
             return (configuration, ledger)
         } catch let error as LedgerError {
-            throw CommandError("storage \(configuration.settings.storage.description): \(error.description)")
+            throw CommandError("storage \(storage.description): \(error.description)")
         }
     }
 
@@ -63,32 +82,206 @@ enum LedgerCommand {
         }
     }
 
-    /// One line per configured offer (its count, and for limited offers what remains), then offers the ledger
-    /// knows that the configuration no longer has.
+    // MARK: - stats
+
+    /// Per namespace, one line per offer: its signatures issued and redemptions since the ledger began, the places
+    /// held now, what remains of a budget and the conversion; Production's configured offers first (then offers the
+    /// ledger knows that the configuration no longer has), then Sandbox's offers with records.
     private static func stats(_ configuration: Configuration, _ ledger: any Ledger) throws -> [String] {
         let totals = try read { () throws(LedgerError) in try ledger.offerTotals() }
-        var issued: [String: Int] = [:]
-        for total in totals { issued["\(total.bundleId) \(total.offerId)"] = total.issued }
+        let now = SystemClock.nowMilliseconds()
         var lines = ["ledger \(configuration.settings.storage.description)"]
-        var configured: Set<String> = []
-        for app in configuration.apps {
-            for offer in app.offers {
-                let name = "\(app.bundleId) \(offer.id)"
-                configured.insert(name)
-                let count = issued[name] ?? 0
-                var line = "\(name): \(count) signature(s) issued"
-                if let limits = offer.limits {
-                    if let total = limits.total { line += "; total limit \(total), \(max(total - count, 0)) remaining" }
-                    if let perCustomer = limits.perCustomer { line += "; \(perCustomer) per customer" }
+        for namespace in LedgerNamespace.allCases {
+            var section: [String] = []
+            var shown: Set<String> = []
+            for app in configuration.apps {
+                for offer in app.offers {
+                    let recorded = totals.contains {
+                        $0.namespace == namespace && $0.bundleId == app.bundleId && $0.offerId == offer.id
+                    }
+                    guard namespace == .production || recorded else { continue }
+                    shown.insert("\(app.bundleId) \(offer.id)")
+                    let statistics = try read { () throws(LedgerError) in
+                        try ledger.statistics(
+                            bundleId: app.bundleId, namespace: namespace, offerId: offer.id, limits: offer.limits,
+                            now: now, totals: totals)
+                    }
+                    var line = "  \(app.bundleId) \(offer.id): " + describe(statistics)
+                    if let perCustomer = offer.limits?.perCustomer { line += "; \(perCustomer) per customer" }
+                    section.append(line)
                 }
-                lines.append(line)
             }
-        }
-        for total in totals where !configured.contains("\(total.bundleId) \(total.offerId)") {
-            lines.append(
-                "\(total.bundleId) \(total.offerId): \(total.issued) signature(s) issued (not in the configuration)")
+            for total in totals
+            where total.namespace == namespace && !shown.contains("\(total.bundleId) \(total.offerId)") {
+                section.append(
+                    "  \(total.bundleId) \(total.offerId): issued \(total.issued), redeemed \(total.redeemed) "
+                        + "(not in the configuration)")
+            }
+            guard !section.isEmpty else { continue }
+            lines.append(namespace == .production ? "Production:" : "Sandbox (counted apart from Production):")
+            lines += section
         }
         return lines
+    }
+
+    /// What the purge kept, one line per day and offer, oldest day first.
+    private static func daily(_ ledger: any Ledger) throws -> [String] {
+        let totals = try read { () throws(LedgerError) in try ledger.dailyTotals() }
+        guard !totals.isEmpty else { return ["Purged records: none yet"] }
+        return ["Purged records, per day (UTC):"]
+            + totals.sorted {
+                ($0.day, $0.namespace.storedApp($0.bundleId), $0.offerId) < (
+                    $1.day, $1.namespace.storedApp($1.bundleId), $1.offerId
+                )
+            }
+            .map { total in
+                "  \(total.day) \(total.bundleId) \(total.offerId)"
+                    + (total.namespace == .sandbox ? " (Sandbox)" : "")
+                    + ": issued \(total.issued), redeemed \(total.redeemed)"
+            }
+    }
+
+    private static func describe(_ statistics: OfferStatistics) -> String {
+        var text = "issued \(statistics.issued), redeemed \(statistics.redeemed), reserved \(statistics.reserved)"
+        if let remaining = statistics.remaining, let budget = statistics.budget {
+            text += ", remaining \(remaining) of \(budget)"
+        }
+        return text + ", conversion \(statistics.conversion)"
+    }
+
+    // MARK: - grant, reset
+
+    /// `ledger grant` and `ledger reset`: the arguments checked first (usage mistakes, exit 2), then the app and
+    /// offer against the configuration, then the change.
+    private static func change(_ subcommand: String, _ arguments: ArraySlice<String>) throws {
+        let granting = subcommand == "grant"
+        let options = try Arguments(
+            arguments, valued: Set(["config", "app", "offer", "customer", "reason"] + (granting ? ["count"] : [])),
+            switches: ["sandbox"])
+        try noPositionals(options)
+        let path = try options.required("config")
+        let offerId = try options.required("offer")
+        let customer = granting ? try options.required("customer") : options["customer"]
+        guard let reason = options["reason"] else {
+            throw UsageError("--reason is required: say why the counts change (it is recorded)")
+        }
+        var count: Int?
+        if granting {
+            let text = try options.required("count")
+            guard let number = Int(text) else {
+                throw UsageError("--count must be a whole number of places to grant, not \(text)")
+            }
+            count = number
+        }
+        do throws(LedgerError) {
+            try LedgerAction.check(count: count, customerKey: customer, reason: reason)
+        } catch {
+            throw UsageError(error.description)
+        }
+        let (configuration, ledger) = try open(path)
+        let (app, offer) = try find(options["app"], offerId, in: configuration)
+        let namespace: LedgerNamespace = options.flags.contains("sandbox") ? .sandbox : .production
+        if namespace == .sandbox, app.sandbox == .refuse {
+            throw CommandError(
+                "app \(app.bundleId) refuses Sandbox data (\"sandbox\": \"refuse\"), so it has no Sandbox counts")
+        }
+        let name = "\(app.bundleId) \(offer.id)" + (namespace == .sandbox ? " (Sandbox)" : "")
+        let now = SystemClock.nowMilliseconds()
+        var lines: [String] = []
+        if let count, let customer {
+            let granted = try read { () throws(LedgerError) in
+                try ledger.grant(
+                    bundleId: app.bundleId, namespace: namespace, offerId: offer.id, customerKey: customer,
+                    count: count, reason: reason, at: now)
+            }
+            lines.append("granted \(count) place(s) of \(name) to customer \(customer): \(granted) granted in all")
+            if offer.limits?.perCustomer == nil {
+                lines.append("note: \(offer.id) has no perCustomer limit; the grant counts once it has one")
+            }
+        } else {
+            let freed = try read { () throws(LedgerError) in
+                try ledger.reset(
+                    bundleId: app.bundleId, namespace: namespace, offerId: offer.id, customerKey: customer,
+                    reason: reason, at: now, signatureTTL: offer.limits?.signatureTTL ?? OfferLimits.defaultSignatureTTL
+                )
+            }
+            if let customer {
+                lines.append(
+                    "reset customer \(customer) for \(name): \(freed) place(s) freed; their signatures and "
+                        + "redemptions until now count no more, their grants stay")
+            } else {
+                lines.append(
+                    "reset \(name): \(freed) place(s) freed; the budget and every customer's count start again now")
+            }
+            if offer.limits == nil { lines.append("note: \(offer.id) has no limits; its counts decide nothing") }
+        }
+        Console.out(lines.joined(separator: "\n"))
+    }
+
+    /// The app (`--app`, or the only one) and its offer, from the configuration; a name it lacks is an error that
+    /// suggests the closest one.
+    private static func find(
+        _ bundleId: String?, _ offerId: String, in configuration: Configuration
+    ) throws -> (AppDefinition, Offer) {
+        let app: AppDefinition
+        if let bundleId {
+            guard let found = configuration.apps.first(where: { $0.bundleId == bundleId }) else {
+                throw CommandError(
+                    unknown(
+                        "app \(bundleId)", bundleId, among: configuration.apps.map(\.bundleId), in: "the configuration")
+                )
+            }
+            app = found
+        } else {
+            guard configuration.apps.count == 1 else {
+                throw UsageError(
+                    "--app is required: the configuration has \(configuration.apps.count) apps ("
+                        + configuration.apps.map(\.bundleId).joined(separator: ", ") + ")")
+            }
+            app = configuration.apps[0]
+        }
+        guard let offer = app.offers.first(where: { $0.id == offerId }) else {
+            throw CommandError(
+                unknown("offer \(offerId)", offerId, among: app.offers.map(\.id), in: "app \(app.bundleId)"))
+        }
+        return (app, offer)
+    }
+
+    private static func unknown(_ what: String, _ name: String, among names: [String], in place: String) -> String {
+        var message = "no \(what) in \(place)"
+        if let near = NameSuggestion.closest(to: name, among: names) { message += "; did you mean \(near)?" }
+        return message
+    }
+
+    // MARK: - actions, purge
+
+    private static func actions(_ ledger: any Ledger) throws -> String {
+        let actions = try read { () throws(LedgerError) in try ledger.actions() }
+        return actions.isEmpty ? "no grants or resets recorded" : actions.map(describe).joined(separator: "\n")
+    }
+
+    /// One recorded grant or reset: time, what, app, offer (Sandbox), whom, how many places, and why.
+    private static func describe(_ action: LedgerAction) -> String {
+        var line = "\(ISO8601.format(action.at)) \(action.kind.rawValue) \(action.bundleId) \(action.offerId)"
+        if action.namespace == .sandbox { line += " (Sandbox)" }
+        switch action.subject {
+        case .offer: line += " for every customer"
+        case .customer(let key): line += " customer \(key)"
+        case .forgottenCustomer: line += " a forgotten customer"
+        }
+        line += action.kind == .grant ? ": \(action.count) place(s) granted" : ": \(action.count) place(s) freed"
+        return line + "; reason: \(action.reason)"
+    }
+
+    private static func purge(_ configuration: Configuration, _ ledger: any Ledger) throws -> String {
+        let days = configuration.settings.ledgerRetentionDays
+        // The pass's own log line would repeat what is printed: only failures are logged.
+        let purger = LedgerPurger(
+            ledger: ledger, retentionDays: days, clock: SystemClock.nowMilliseconds, log: Logger(level: .error))
+        let pass = try read { () throws(LedgerError) in try purger.purge() }
+        return "purged \(pass.signatures) signature record(s) issued before \(ISO8601.format(pass.before)) "
+            + "(ledgerRetentionDays \(days)); their per-offer daily totals, the redemptions and the per-offer totals "
+            + "are kept"
     }
 
     private static func describe(_ signature: IssuedSignature) -> String {

@@ -55,11 +55,17 @@ enum ServeCommand {
         limits.idleTimeoutSeconds = settings.listen.idleTimeoutSeconds
         limits.recordsClientAddress = settings.rateLimit != nil
         if let header = settings.rateLimit?.clientAddressHeader { limits.forwardedHeaders.append(header) }
+        let pageLimit = try testPageLimit()
+        if let pageLimit {
+            log.warning(
+                "\(testPageLimitVariable) is set: the SQLite ledger may not grow past \(pageLimit) pages, a full disk "
+                    + "simulated for tests; never set it in production")
+        }
         let ledger: (any Ledger)?
         do {
             // A PostgreSQL ledger's pool: a connection per worker thread and one for its writer.
             let workers = limits.threads > 0 ? limits.threads : max(1, Int(sysconf(Int32(_SC_NPROCESSORS_ONLN))))
-            ledger = try settings.storage.open(connections: workers + 1)
+            ledger = try settings.storage.open(connections: workers + 1, sqlitePageLimit: pageLimit)
         } catch {
             throw CommandError(error.description)
         }
@@ -72,6 +78,12 @@ enum ServeCommand {
         } catch {
             throw CommandError(error.description)
         }
+        // The retention: a pass now, then every hour.
+        let purger = ledger.map {
+            LedgerPurger(
+                ledger: $0, retentionDays: settings.ledgerRetentionDays, clock: SystemClock.nowMilliseconds, log: log)
+        }
+        purger?.start()
         var report = ReloadReport.publishStart(configPath: configPath, configuration: configuration.hash, log: log)
         let shownHost = host.contains(":") ? "[\(host)]" : host
         Console.out("offer-signer listening on http://\(shownHost):\(server.port)")
@@ -88,12 +100,28 @@ enum ServeCommand {
             sigwait(&signals, &received)
             guard received == SIGHUP else { break }
             running = reload(configPath, into: service, running: running, log: log, report: &report) ?? running
+            purger?.retentionDays = running.settings.ledgerRetentionDays
         }
+        purger?.stop()
         log.info("stopping after requests in flight", [("signal", String(received))])
         server.stop(graceSeconds: 10)
         ReloadReport.remove(pid: getpid())
         log.info("stopped")
         return 0
+    }
+
+    /// The storage-fault tests' full disk: the SQLite ledger may not grow past this many pages (see
+    /// `SQLiteLedger.init(path:pageLimit:)`). An environment variable, read by `serve` alone, so that neither a
+    /// configuration file nor a flag can carry it into production; its name says what it is for, and `serve` warns
+    /// when it is set.
+    static let testPageLimitVariable = "OFFER_SIGNER_TEST_SQLITE_MAX_PAGES"
+
+    static func testPageLimit() throws -> Int? {
+        guard let value = getenv(testPageLimitVariable).map({ String(cString: $0) }) else { return nil }
+        guard let pages = Int(value), pages > 0 else {
+            throw CommandError("\(testPageLimitVariable) must be a number of pages above 0, not \"\(value)\"")
+        }
+        return pages
     }
 
     /// SIGHUP: reads the configuration, keys and roots again and serves from them if all load; otherwise

@@ -42,48 +42,112 @@ enum TestKitCommand {
     }
 
     private static func sign(_ arguments: ArraySlice<String>) throws -> Int32 {
-        let options = try Arguments(arguments, valued: ["ca", "payload"], switches: ["xcode"])
+        let options = try Arguments(
+            arguments,
+            valued: [
+                "ca", "payload", "type", "subtype", "environment", "app-apple-id", "bundle-id", "uuid", "transaction",
+                "renewal-info",
+            ], switches: ["xcode"])
         let kinds: [String: SignedDataKind] = [
             "transaction": .transaction, "renewal-info": .renewalInfo, "app-transaction": .appTransaction,
+            "notification": .notification,
         ]
-        guard options.positionals.count == 1 else {
-            throw UsageError("name what to sign: transaction, renewal-info or app-transaction")
-        }
+        let names = "transaction, renewal-info, app-transaction or notification"
+        guard options.positionals.count == 1 else { throw UsageError("name what to sign: \(names)") }
         let word = options.positionals[0]
         guard let kind = kinds[word] else {
             var message = "unknown kind \"\(word)\" to sign"
             if let near = NameSuggestion.closest(to: word, among: kinds.keys.sorted()) {
                 message += "; did you mean \"\(near)\"?"
             }
-            throw UsageError(message + " (transaction, renewal-info or app-transaction)")
+            throw UsageError(message + " (\(names))")
         }
-        let directory = try options.required("ca")
-        let payloadPath = try options.required("payload")
-        let payloadBytes: [UInt8]?
-        if payloadPath == "-" { payloadBytes = readStandardInput() } else { payloadBytes = FileBytes.read(payloadPath) }
-        guard let payloadBytes else { throw CommandError("\(payloadPath): cannot read payload") }
+        let notificationOptions = [
+            "type", "subtype", "environment", "app-apple-id", "bundle-id", "uuid", "transaction", "renewal-info",
+        ]
+        if kind != .notification, let option = notificationOptions.first(where: { options[$0] != nil }) {
+            throw UsageError("--\(option) is for `testkit sign notification`")
+        }
+        let signer = try Signer(directory: try options.required("ca"), xcode: options.flags.contains("xcode"))
+        let now = SystemClock.nowMilliseconds()
+        if kind == .notification, options["payload"] == nil {
+            Console.out(try signer.sign(try notification(options, signer: signer, now: now)))
+            return 0
+        }
+        if kind == .notification, let option = notificationOptions.first(where: { options[$0] != nil }) {
+            throw UsageError("--\(option) cannot be combined with --payload: the payload is the whole notification")
+        }
+        Console.out(try signer.sign(try template(try options.required("payload"), kind: kind, now: now)))
+        return 0
+    }
+
+    /// The test chain (or the Xcode certificate) in DIR, and its key.
+    private struct Signer {
+        let certificates: [[UInt8]]
+        let key: SigningKey
+
+        init(directory: String, xcode: Bool) throws {
+            certificates = try (xcode ? ["xcode.cer"] : ["leaf.cer", "intermediate.cer", "root.cer"]).map {
+                (name: String) throws -> [UInt8] in
+                guard let der = FileBytes.read("\(directory)/\(name)") else {
+                    throw CommandError(
+                        "\(directory)/\(name): cannot read; run `offer-signer testkit ca --out \(directory)`")
+                }
+                return der
+            }
+            key = try PrivateKeyFile.load(path: "\(directory)/\(xcode ? "xcode.p8" : "leaf.p8")")
+        }
+
+        func sign(_ payload: JSONValue) throws -> String {
+            try SignedDataFactory.sign(payload, certificates: certificates, key: key)
+        }
+    }
+
+    /// The payload in `path` (or standard input for `-`) as a template of `kind`, its warnings printed.
+    private static func template(_ path: String, kind: SignedDataKind, now: Int64) throws -> JSONValue {
+        let bytes = path == "-" ? readStandardInput() : FileBytes.read(path)
+        guard let bytes else { throw CommandError("\(path): cannot read payload") }
         let template: PayloadTemplate
         do {
-            template = try PayloadTemplate(
-                try JSONParser.parse(payloadBytes), kind: kind, now: SystemClock.nowMilliseconds())
+            template = try PayloadTemplate(try JSONParser.parse(bytes), kind: kind, now: now)
         } catch let error as JSONParser.Error {
-            throw CommandError("\(payloadPath): payload is not valid JSON: \(error.description)")
+            throw CommandError("\(path): payload is not valid JSON: \(error.description)")
         } catch let error as PayloadTemplate.Error {
-            throw CommandError("\(payloadPath): \(error.message)")
+            throw CommandError("\(path): \(error.message)")
         }
-        for warning in template.warnings { Console.err("offer-signer: warning: \(payloadPath): \(warning)") }
-        let xcode = options.flags.contains("xcode")
-        let certificates = try (xcode ? ["xcode.cer"] : ["leaf.cer", "intermediate.cer", "root.cer"]).map {
-            (name: String) throws -> [UInt8] in
-            guard let der = FileBytes.read("\(directory)/\(name)") else {
-                throw CommandError(
-                    "\(directory)/\(name): cannot read; run `offer-signer testkit ca --out \(directory)`")
+        for warning in template.warnings { Console.err("offer-signer: warning: \(path): \(warning)") }
+        return template.payload
+    }
+
+    /// The notification the options describe (`NotificationTemplate`): its transaction and renewal info read as
+    /// templates and signed inside it; the app and environment taken from the transaction unless given.
+    private static func notification(_ options: Arguments, signer: Signer, now: Int64) throws -> JSONValue {
+        let type = try options.required("type")
+        let transaction = try options["transaction"].map { try template($0, kind: .transaction, now: now) }
+        let renewalInfo = try options["renewal-info"].map { try template($0, kind: .renewalInfo, now: now) }
+        guard
+            let bundleId = options["bundle-id"] ?? transaction?["bundleId"]?.stringValue
+        else { throw UsageError("--bundle-id is required without a --transaction that names the app") }
+        let environment =
+            options["environment"] ?? transaction?["environment"]?.stringValue ?? renewalInfo?["environment"]?
+            .stringValue ?? "Sandbox"
+        var appAppleId: Int64?
+        if let text = options["app-apple-id"] {
+            guard let number = Int64(text), number > 0 else {
+                throw UsageError("--app-apple-id must be a positive integer (the app's Apple ID)")
             }
-            return der
+            appAppleId = number
+        } else if environment == "Production" {
+            Console.err(
+                "offer-signer: warning: a Production notification without --app-apple-id: Apple always sends it, "
+                    + "and the service refuses one without")
         }
-        let key = try PrivateKeyFile.load(path: "\(directory)/\(xcode ? "xcode.p8" : "leaf.p8")")
-        Console.out(try SignedDataFactory.sign(template.payload, certificates: certificates, key: key))
-        return 0
+        let uuid = options["uuid"] ?? SecureRandom.uuidV4()
+        guard !uuid.isEmpty else { throw UsageError("--uuid must not be empty") }
+        let notification = NotificationTemplate(
+            type: type, subtype: options["subtype"], uuid: uuid, bundleId: bundleId, environment: environment,
+            appAppleId: appAppleId, transaction: transaction, renewalInfo: renewalInfo, signedDate: now)
+        return try notification.payload(signing: signer.sign)
     }
 
     private static func seconds(_ text: String?, option: String) throws -> Int64? {

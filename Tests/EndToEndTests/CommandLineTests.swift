@@ -166,7 +166,7 @@ struct CommandLineTests {
             "storage": storage, "trust": ["rootCertificates": ["root.cer"], "environments": environments],
             "apps": [
                 [
-                    "bundleId": Deployment.bundleId, "issuerId": Deployment.issuerId,
+                    "bundleId": Deployment.bundleId, "issuerId": Deployment.issuerId, "appAppleId": 1_234_567_890,
                     "keys": [["keyId": deployment.keyId, "privateKeyFile": deployment.keyPath]],
                     "offers": offers,
                 ]
@@ -189,6 +189,9 @@ struct CommandLineTests {
         #expect(status == 0, "\(error)")
         let ledger = deployment.directory + "/fresh/ledger.sqlite"
         #expect(output.contains("\nstorage: sqlite:\(ledger) (opened)\n"), "\(output)")
+        #expect(
+            output.contains("\nledgerRetentionDays: 400 (older signature records are purged into daily totals)\n"),
+            "\(output)")
         #expect(try FileManager.default.attributesOfItem(atPath: ledger)[.posixPermissions] as? Int == 0o600)
 
         // A folder that is a file: no user, root included, can create the ledger there.

@@ -21,6 +21,7 @@ import urllib.error
 import urllib.parse
 import urllib.request
 import uuid
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -152,7 +153,8 @@ class Server:
         return f"http://127.0.0.1:{self.port}"
 
     @classmethod
-    def start(cls, config: Path, workdir: Path, timeout: float = 10) -> "Server":
+    def start(cls, config: Path, workdir: Path, timeout: float = 10, env: dict[str, str] | None = None) -> "Server":
+        """`env` adds to (or overrides) this process's environment for the server."""
         stderr_path = workdir / f"server-{time.monotonic_ns()}.stderr"
         stderr = open(stderr_path, "wb")
         process = subprocess.Popen(
@@ -160,6 +162,7 @@ class Server:
             stdout=subprocess.PIPE,
             stderr=stderr,
             stdin=subprocess.DEVNULL,
+            env={**os.environ, **env} if env else None,
         )
         stderr.close()
         line = b""
@@ -221,6 +224,75 @@ class Server:
         body.update(fields)
         body = {k: v for k, v in body.items() if v is not None}
         return self.post(PROMO_PATH, body)
+
+
+def start_servers(config: Path, workdir: Path, count: int, timeout: float = 30) -> list[Server]:
+    """`count` servers of one configuration, started at once (their migrations race, as replicas' do). When one
+    does not start, the others are stopped and the failure is raised."""
+    with ThreadPoolExecutor(count) as pool:
+        starts = [pool.submit(Server.start, config, workdir, timeout) for _ in range(count)]
+    servers, failures = [], []
+    for start in starts:
+        try:
+            servers.append(start.result())
+        except Exception as error:  # noqa: BLE001 - reported below, once the others are stopped
+            failures.append(error)
+    if failures:
+        stop_servers(servers)
+        raise AssertionError(f"a server did not start: {failures}")
+    assert len({server.port for server in servers}) == count
+    return servers
+
+
+def stop_servers(servers: list[Server]) -> None:
+    """Stops every server still running with SIGTERM; each must exit 0."""
+    for server in servers:
+        if server.process.poll() is None:
+            status = server.stop(signal.SIGTERM, timeout=10)
+            assert status == 0, f"server exited with {status}: {server.stderr_path.read_text(errors='replace')}"
+
+
+def ask_together(servers: list[Server], bodies: list[dict], headers: dict[str, str] | None = None,
+                 path: str = PROMO_PATH) -> list[Response]:
+    """POSTs `bodies[i]` to `servers[i % len(servers)]`, every request from its own thread, all released at once by
+    a barrier; the answers in the order of `bodies`."""
+    barrier = threading.Barrier(len(bodies))
+    answers: list[Response | BaseException | None] = [None] * len(bodies)
+
+    def ask(index: int) -> None:
+        try:
+            barrier.wait(timeout=30)
+            answers[index] = servers[index % len(servers)].post(path, bodies[index], headers=headers, timeout=30)
+        except BaseException as error:  # noqa: BLE001 - checked by the caller
+            answers[index] = error
+
+    threads = [threading.Thread(target=ask, args=(index,)) for index in range(len(bodies))]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=60)
+    failed = [answer for answer in answers if not isinstance(answer, Response)]
+    assert not failed, f"{len(failed)} requests got no answer: {failed[:3]}"
+    return answers
+
+
+def signed_nonce(response: Response, signing_key: KeyMaterial, offer: str) -> str:
+    """The nonce of a 200 JWS answer, after checking the JWS verifies and carries that nonce and offer."""
+    assert response.status == 200, response.body
+    body = response.json()
+    verify_jws_es256(body["compactJWS"], signing_key.public_key)
+    _, claims, _ = jws_parts(body["compactJWS"])
+    assert claims["nonce"] == body["nonce"]
+    assert claims["offerIdentifier"] == offer
+    return body["nonce"]
+
+
+def assert_refused_for(response: Response, code: str) -> None:
+    """A 403 `not_eligible` whose only failed rule is `limits` with `code`."""
+    assert response.status == 403, response.body
+    error = response.json()["error"]
+    assert error["code"] == "not_eligible", error
+    assert [(reason["rule"], reason["code"]) for reason in error["reasons"]] == [("limits", code)], error
 
 
 class Hammer(threading.Thread):

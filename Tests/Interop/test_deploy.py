@@ -9,6 +9,8 @@
    a Secret. The ConfigMap's configuration: no password, TLS verified, every file it names mounted or in the image,
    and `offer-signer config check` accepts it (with local files and `memory` for the database).
    The Service, PodDisruptionBudget and NetworkPolicy select the Deployment's pods and say what README says.
+   The Ingress (ingress-nginx) serves /v1 and the probes over TLS from a Secret, never /metrics, with the service's
+   64 KiB body limit and no retries, and the NetworkPolicy admits its controller.
 4. The Containerfile: built with --static-swift-stdlib, run as 10001 on debian:bookworm-slim, and its runtime
    stage installs the Debian package of every shared library the built binary links (readelf for the libraries
    it needs, ldd for where they resolve, dpkg -S for their packages), bar a short list the base image has.
@@ -38,7 +40,12 @@ KUBERNETES = REPO_ROOT / "Deploy" / "kubernetes"
 CONTAINERFILE = REPO_ROOT / "Deploy" / "container" / "Containerfile"
 # The oldest Kubernetes release still commonly run, and the newest whose schemas kubernetes-validate 1.37.0 bundles.
 KUBERNETES_VERSIONS = ["1.30.0", "1.37.0"]
-EXPECTED_KINDS = ["ConfigMap", "Deployment", "NetworkPolicy", "PodDisruptionBudget", "Service"]
+EXPECTED_KINDS = ["ConfigMap", "Deployment", "Ingress", "NetworkPolicy", "PodDisruptionBudget", "Service"]
+# The service's body limit (HTTPServerLimits.maxBodyBytes), which the Ingress must match.
+SERVICE_MAX_BODY = 64 * 1024
+INGRESS_NGINX = "nginx.ingress.kubernetes.io/"
+# What the Ingress routes, (path, pathType): the API (Apple's routes under /v1/apple/ included) and the probes.
+INGRESS_ROUTES = [("/v1", "Prefix"), ("/livez", "Exact"), ("/readyz", "Exact")]
 # Packages every debian:bookworm-slim image already has (glibc, the GCC runtime, the C++ library apt uses, zlib).
 BASE_PACKAGES = {"libc6", "libgcc-s1", "libstdc++6", "zlib1g"}
 # Libraries of the Swift toolchain, in the binary itself when it is built with --static-swift-stdlib.
@@ -341,6 +348,103 @@ def test_the_service_budget_and_network_policy_fit_the_deployment(documents):
         broken = copy.deepcopy(documents)
         change(one(broken, kind)["spec"])
         assert any(problem in found for found in companion_problems(broken)), problem
+
+
+def nginx_size(text: str) -> int | None:
+    """An nginx size (`64k`, `1m`, `65536`) in bytes."""
+    match = re.fullmatch(r"(\d+)([kKmM]?)", text)
+    if not match:
+        return None
+    return int(match.group(1)) * {"": 1, "k": 1024, "m": 1024 * 1024}[match.group(2).lower()]
+
+
+def ingress_routes(path: str, path_type: str, request_path: str) -> bool:
+    """Whether an Ingress path routes `request_path`: Exact as is, Prefix element by element."""
+    if path_type == "Exact":
+        return request_path == path
+    rule, request = [part for part in path.split("/") if part], [part for part in request_path.split("/") if part]
+    return request[:len(rule)] == rule
+
+
+def ingress_problems(documents: list[dict[str, Any]]) -> list[str]:
+    problems: list[str] = []
+
+    def expect(condition: bool, message: str) -> None:
+        if not condition:
+            problems.append(message)
+
+    spec = one(documents, "Ingress")["spec"]
+    annotations = one(documents, "Ingress")["metadata"].get("annotations", {})
+    expect(spec.get("ingressClassName") == "nginx", "the Ingress class is not nginx")
+    tls = spec.get("tls", [])
+    hosts = {rule.get("host") for rule in spec.get("rules", [])}
+    expect(bool(tls) and all(entry.get("secretName") for entry in tls), "TLS does not come from a Secret")
+    expect(None not in hosts and hosts <= {host for entry in tls for host in entry.get("hosts", [])},
+           "a host is served without TLS")
+    size = nginx_size(annotations.get(INGRESS_NGINX + "proxy-body-size", "1m"))
+    expect(size == SERVICE_MAX_BODY, f"the body size limit is {size} bytes, not the service's {SERVICE_MAX_BODY}")
+    expect(annotations.get(INGRESS_NGINX + "proxy-request-buffering", "on") == "on", "request bodies are streamed")
+    expect(annotations.get(INGRESS_NGINX + "proxy-next-upstream") == "off"
+           and annotations.get(INGRESS_NGINX + "proxy-next-upstream-tries") == "1", "the controller may retry")
+    paths = [(path["path"], path["pathType"], path["backend"]) for rule in spec.get("rules", [])
+             for path in rule.get("http", {}).get("paths", [])]
+    routes = sorted((path, path_type) for path, path_type, _ in paths)
+    expect(routes == sorted(INGRESS_ROUTES), f"the routes are {routes}, expected {sorted(INGRESS_ROUTES)}")
+    for request in ("/metrics", "/metrics/"):
+        expect(not any(ingress_routes(path, path_type, request) for path, path_type, _ in paths),
+               f"{request} is routed")
+    service = one(documents, "Service")
+    ports = {key for port in service["spec"]["ports"] for key in (port.get("name"), port["port"]) if key is not None}
+    for path, _, backend in paths:
+        target = backend.get("service", {})
+        port = target.get("port", {}).get("name", target.get("port", {}).get("number"))
+        expect(target.get("name") == service["metadata"]["name"] and port in ports,
+               f"{path} does not go to the Service's port")
+    admitted = [peer for rule in one(documents, "NetworkPolicy")["spec"].get("ingress", [])
+                for peer in rule.get("from", [])
+                if peer.get("namespaceSelector", {}).get("matchLabels", {}).get("kubernetes.io/metadata.name")
+                == "ingress-nginx"]
+    expect(bool(admitted), "the NetworkPolicy does not admit the ingress controller")
+    return problems
+
+
+def test_the_ingress_serves_the_api_over_tls_without_metrics_or_retries(documents):
+    assert ingress_problems(documents) == []
+    annotation = INGRESS_NGINX
+    for change, problem in [
+        (lambda ingress: ingress["spec"].pop("tls"), "TLS does not come from a Secret"),
+        (lambda ingress: ingress["spec"]["tls"][0]["hosts"].clear(), "a host is served without TLS"),
+        (lambda ingress: ingress["metadata"]["annotations"].update({annotation + "proxy-body-size": "1m"}),
+         "the body size limit is 1048576 bytes"),
+        (lambda ingress: ingress["metadata"]["annotations"].pop(annotation + "proxy-body-size"),
+         "the body size limit is 1048576 bytes"),
+        (lambda ingress: ingress["metadata"]["annotations"].update({annotation + "proxy-next-upstream": "error"}),
+         "the controller may retry"),
+        (lambda ingress: ingress["metadata"]["annotations"].update({annotation + "proxy-request-buffering": "off"}),
+         "request bodies are streamed"),
+        (lambda ingress: ingress["spec"]["rules"][0]["http"]["paths"][0].update(path="/"), "/metrics is routed"),
+        (lambda ingress: ingress["spec"]["rules"][0]["http"]["paths"][1].update(path="/metrics"),
+         "/metrics is routed"),
+        (lambda ingress: ingress["spec"]["rules"][0]["http"]["paths"][2]["backend"]["service"].update(name="x"),
+         "/readyz does not go to the Service's port"),
+        (lambda ingress: ingress["spec"].update(ingressClassName="traefik"), "the Ingress class is not nginx"),
+    ]:
+        broken = copy.deepcopy(documents)
+        change(one(broken, "Ingress"))
+        assert any(found.startswith(problem) for found in ingress_problems(broken)), problem
+    broken = copy.deepcopy(documents)
+    one(broken, "NetworkPolicy")["spec"]["ingress"].pop()
+    assert "the NetworkPolicy does not admit the ingress controller" in ingress_problems(broken)
+
+
+def test_ingress_paths_match_as_kubernetes_matches_them():
+    assert ingress_routes("/v1", "Prefix", "/v1/apple/retention/com.example.app")
+    assert ingress_routes("/v1", "Prefix", "/v1")
+    assert not ingress_routes("/v1", "Prefix", "/v10/x")
+    assert not ingress_routes("/v1", "Prefix", "/metrics")
+    assert ingress_routes("/", "Prefix", "/metrics")
+    assert ingress_routes("/livez", "Exact", "/livez")
+    assert not ingress_routes("/livez", "Exact", "/livez/x")
 
 
 # -- 4. the Containerfile against the binary ------------------------------------------------------------------------

@@ -54,6 +54,7 @@ ELIGIBILITY_PATH = "/v1/eligibility"
 MAX_BODY = 64 * 1024
 TOKEN = "7E3FB20B-4CDB-47CC-936D-99D65F608138"
 
+NOTIFICATIONS_PATH = "/v1/apple/notifications/{bundleId}"
 
 # Every operation the server routes: method and path. HEAD is answered wherever GET is.
 EXPECTED_OPERATIONS = {
@@ -66,6 +67,7 @@ EXPECTED_OPERATIONS = {
     ("HEAD", "/readyz"),
     ("GET", "/metrics"),
     ("HEAD", "/metrics"),
+    ("POST", NOTIFICATIONS_PATH),
 }
 HTTP_METHODS = ("GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS")
 OPENAPI_METHODS = ("get", "put", "post", "delete", "options", "head", "patch", "trace")
@@ -689,6 +691,13 @@ REQUESTS = [
     ("eligibility-renewal-alone", ELIGIBILITY_PATH, lambda s: eligibility(signedRenewalInfo=s.renewal), False),
     ("eligibility-missing-bundle", ELIGIBILITY_PATH, {"productIds": []}, False),
     ("eligibility-offer-id", ELIGIBILITY_PATH, eligibility(offerId=OFFER_OPEN), False),
+    # Notifications: the path's bundleId is the template's own text, an app that is not configured (404).
+    ("notification-garbage", NOTIFICATIONS_PATH, {"signedPayload": "hello"}, True),
+    ("notification-longer-than-other-strings", NOTIFICATIONS_PATH, {"signedPayload": long_text(20000)}, True),
+    ("notification-empty", NOTIFICATIONS_PATH, {"signedPayload": ""}, False),
+    ("notification-missing", NOTIFICATIONS_PATH, {}, False),
+    ("notification-number", NOTIFICATIONS_PATH, {"signedPayload": 1}, False),
+    ("notification-unknown-field", NOTIFICATIONS_PATH, {"signedPayload": "hello", "bundleId": BUNDLE_ID}, False),
 ]
 
 

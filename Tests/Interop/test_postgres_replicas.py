@@ -28,15 +28,16 @@ from support import (
     OFFER_OPEN,
     PRODUCT_MONTHLY,
     PROMO_PATH,
-    Response,
     Hammer,
-    Server,
-    jws_parts,
+    ask_together,
+    assert_refused_for,
     psql,
     run_cli,
     sign_with_testkit,
+    signed_nonce,
+    start_servers,
+    stop_servers,
     transaction_payload,
-    verify_jws_es256,
 )
 
 REPLICAS = 3
@@ -83,24 +84,11 @@ def replicas(tmp_path, signing_key, postgres_dsn, testkit_dir):
     config = write_config(tmp_path / "replicas.json", signing_key, postgres_dsn, testkit_dir)
     check = run_cli("config", "check", "--config", str(config))
     assert check.returncode == 0, check.stdout + check.stderr
-    with ThreadPoolExecutor(REPLICAS) as pool:
-        starts = [pool.submit(Server.start, config, tmp_path, 30) for _ in range(REPLICAS)]
-    servers = []
-    failures = []
-    for start in starts:
-        try:
-            servers.append(start.result())
-        except Exception as error:  # noqa: BLE001 - reported below, once the others are stopped
-            failures.append(error)
+    servers = start_servers(config, tmp_path, REPLICAS)
     try:
-        assert not failures, f"a replica did not start: {failures}"
-        assert len({server.port for server in servers}) == REPLICAS
         yield servers
     finally:
-        for server in servers:
-            if server.process.poll() is None:
-                status = server.stop(signal.SIGTERM, timeout=10)
-                assert status == 0, f"replica exited with {status}: {server.stderr_path.read_text(errors='replace')}"
+        stop_servers(servers)
 
 
 def customers(testkit_dir: Path, count: int, first: int) -> list[str]:
@@ -114,50 +102,11 @@ def customers(testkit_dir: Path, count: int, first: int) -> list[str]:
             ids))
 
 
-def ask_together(servers: list[Server], bodies: list[dict]) -> list[Response]:
-    """Sends `bodies[i]` to replica i % 3, every request from its own thread, all released at once."""
-    barrier = threading.Barrier(len(bodies))
-    answers: list[Response | BaseException | None] = [None] * len(bodies)
-
-    def ask(index: int) -> None:
-        try:
-            barrier.wait(timeout=30)
-            answers[index] = servers[index % len(servers)].post(PROMO_PATH, bodies[index], timeout=30)
-        except BaseException as error:  # noqa: BLE001 - checked by the caller
-            answers[index] = error
-
-    threads = [threading.Thread(target=ask, args=(index,)) for index in range(len(bodies))]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join(timeout=60)
-    failed = [answer for answer in answers if not isinstance(answer, Response)]
-    assert not failed, f"{len(failed)} requests got no answer: {failed[:3]}"
-    return answers
-
-
 def promo(offer: str, signed_transaction: str | None = None) -> dict:
     body = {"bundleId": BUNDLE_ID, "productId": PRODUCT_MONTHLY, "offerId": offer}
     if signed_transaction is not None:
         body["signedTransaction"] = signed_transaction
     return body
-
-
-def signed_nonce(response: Response, signing_key, offer: str) -> str:
-    """The nonce of a 200 answer, after checking the JWS verifies and carries that nonce and offer."""
-    body = response.json()
-    verify_jws_es256(body["compactJWS"], signing_key.public_key)
-    _, claims, _ = jws_parts(body["compactJWS"])
-    assert claims["nonce"] == body["nonce"]
-    assert claims["offerIdentifier"] == offer
-    return body["nonce"]
-
-
-def assert_refused_for(response: Response, code: str) -> None:
-    assert response.status == 403, response.body
-    error = response.json()["error"]
-    assert error["code"] == "not_eligible", error
-    assert [(reason["rule"], reason["code"]) for reason in error["reasons"]] == [("limits", code)], error
 
 
 # The ledger keeps Sandbox customers' rows under `sandbox:` and the bundle ID (their own namespace); requests

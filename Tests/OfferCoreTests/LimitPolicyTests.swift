@@ -93,4 +93,23 @@ struct LimitPolicyTests {
         let expected = row.traces.allSatisfy { $0.hasPrefix("ok ") }
         #expect(LimitPolicy.allows(row.limits, usage: row.usage, customerKey: row.customerKey) == expected)
     }
+
+    /// The abuse guard's `Retry-After` for a customer at 3 of 3 whose oldest signature was issued at `oldest`
+    /// (Unix ms), asked at `now`, and the seconds expected.
+    static let now: Int64 = 1_000_000_000
+    static let waits: [(oldest: Int64, seconds: Int)] = [
+        (now - 150_000, 86_250),
+        (now - 86_399_500, 1),
+        (now, 86_400),
+        // A concurrent request that began later was recorded first: still at most a day.
+        (now + 700, 86_400),
+    ]
+
+    @Test("the abuse guard waits until the oldest signature leaves the day, from 1 s to one day", arguments: waits)
+    func dailyAllowance(oldest: Int64, seconds: Int) {
+        let usage = OfferUsage(customerSignaturesLastDay: 3, customerOldestLastDay: oldest)
+        #expect(LimitPolicy.dailyAllowance(perDay: 3, usage: usage, customerKey: "c", now: Self.now) == seconds)
+        #expect(LimitPolicy.dailyAllowance(perDay: 4, usage: usage, customerKey: "c", now: Self.now) == nil)
+        #expect(LimitPolicy.dailyAllowance(perDay: 3, usage: usage, customerKey: nil, now: Self.now) == nil)
+    }
 }

@@ -219,9 +219,14 @@ struct SignedDataVerifierTests {
         let transaction = try factory.sign(transaction())
         let renewal = try factory.sign(SignedDataFactory.renewalInfo(signedDate: Self.now))
         let app = try factory.sign(SignedDataFactory.appTransaction(bundleId: Self.bundleId, signedDate: Self.now))
+        let notification = try NotificationTemplate(
+            type: "TEST", uuid: "0b8a4d6e-1f2c-4e3d-9a8b-7c6d5e4f3a2b", bundleId: Self.bundleId, signedDate: Self.now
+        ).sign(with: factory)
         let cases: [(String, SignedDataKind)] = [
             (transaction, .renewalInfo), (transaction, .appTransaction), (renewal, .transaction),
-            (renewal, .appTransaction), (app, .transaction), (app, .renewalInfo),
+            (renewal, .appTransaction), (app, .transaction), (app, .renewalInfo), (transaction, .notification),
+            (renewal, .notification), (app, .notification), (notification, .transaction),
+            (notification, .renewalInfo), (notification, .appTransaction),
         ]
         for (token, kind) in cases {
             #expect {
@@ -230,6 +235,7 @@ struct SignedDataVerifierTests {
         }
         for (token, kind) in [
             (transaction, SignedDataKind.transaction), (renewal, .renewalInfo), (app, .appTransaction),
+            (notification, .notification),
         ] {
             #expect(throws: Never.self) { _ = try verifier.verify(token, kind: kind, bundleId: Self.bundleId) }
         }
@@ -295,6 +301,7 @@ struct AppVerifier {
         case .transaction: _ = try trust.verify(token, as: JWSTransactionPayload.self, with: verifier)
         case .renewalInfo: _ = try trust.verify(token, as: JWSRenewalInfoPayload.self, with: verifier)
         case .appTransaction: _ = try trust.verify(token, as: AppTransactionPayload.self, with: verifier)
+        case .notification: _ = try NotificationTrust(app: trust, appAppleId: nil).verify(token, with: verifier)
         }
         do {
             return try CompactJWS.decode(token).payload

@@ -135,6 +135,22 @@ struct SigningKeyTests {
         #expect(throws: CryptoError.self) { _ = try PrivateKeyFile.load(path: directory) }
     }
 
+    @Test("random UUIDs are lowercase version 4 UUIDs and do not repeat")
+    func randomUUIDs() {
+        var seen = Set<String>()
+        for _ in 0..<1000 {
+            let uuid = SecureRandom.uuidV4()
+            #expect(uuid.count == 36)
+            #expect(uuid == uuid.lowercased())
+            let characters = Array(uuid)
+            #expect(characters[14] == "4")
+            #expect("89ab".contains(characters[19]))
+            #expect(UUID(uuidString: uuid) != nil)
+            seen.insert(uuid)
+        }
+        #expect(seen.count == 1000)
+    }
+
     @Test("time-ordered nonces are lowercase version 7 UUIDs: the time in front, in order, and they do not repeat")
     func timeOrderedNonces() {
         var seen = Set<String>()

@@ -248,6 +248,19 @@ struct ConfigurationTests {
     }
 
     @Test(
+        "trusting Sandbox warns for each app that serves Sandbox customers, not for one that refuses them",
+        arguments: [("", true), (#" "sandbox": "separate","#, true), (#" "sandbox": "refuse","#, false)])
+    func sandboxWarning(app: String, warned: Bool) throws {
+        let trust = #""trust": {"rootCertificates": ["root.cer"], "environments": ["Production", "Sandbox"]}, "#
+        let config = try parse(Self.document(app: app, extra: trust))
+        let warning = config.warnings(at: 0).first { $0.hasPrefix("$.apps[0].sandbox: Sandbox data is accepted for b") }
+        #expect((warning != nil) == warned, "\(config.warnings(at: 0))")
+        let productionOnly = try parse(
+            Self.document(app: app, extra: #""trust": {"rootCertificates": ["root.cer"]}, "#))
+        #expect(!productionOnly.warnings(at: 0).contains { $0.contains("Sandbox data is accepted") })
+    }
+
+    @Test(
         "without storage the ledger is a SQLite file beside the configuration; \"none\" is warned about and takes no limits",
         arguments: [
             ("", false, StorageLocation.sqlite("/etc/offer-signer/offer-signer-ledger.sqlite")),

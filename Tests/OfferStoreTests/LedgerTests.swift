@@ -799,7 +799,8 @@ struct SQLiteLedgerFileTests {
         let path = scratch.file("ledger.sqlite")
         try Data(repeating: 0x41, count: 4096).write(to: URL(fileURLWithPath: path))
         let error = #expect(throws: LedgerError.self) { _ = try SQLiteLedger(path: path) }
-        #expect(error?.description == "ledger statement failed: file is not a database")
+        #expect(error?.description == LedgerFile.damaged(path, reason: "file is not a database").description)
+        #expect(error?.kind == .corrupt)
     }
 }
 

@@ -43,6 +43,18 @@ struct PostgreSQLLedgerTests {
         return outcomes.withLock { $0 }
     }
 
+    @Test("every connection commits synchronously, even when the DSN asks for less")
+    func synchronousCommit() throws {
+        let setting = PostgreSQLStatement("test_synchronous_commit", "SELECT current_setting('synchronous_commit')")
+        let asked = try schema.configuration(["options": "-c synchronous_commit=off"])
+        #expect(try PostgreSQLConnection(asked).rows(setting) == [["on"]])
+        // The DSN's option did reach the server: a session that resets to its login default sees it.
+        let reset = PostgreSQLStatement("test_reset_synchronous_commit", "RESET synchronous_commit")
+        let connection = try PostgreSQLConnection(asked)
+        _ = try connection.execute(reset)
+        #expect(try connection.rows(setting) == [["off"]])
+    }
+
     @Test("forty records at once through two replicas against a total of 5: exactly 5 are recorded")
     func budgetAcrossReplicas() throws {
         let ledgers = try replicas()
@@ -182,7 +194,7 @@ struct PostgreSQLLedgerTests {
     func schemaVersion() throws {
         _ = try replicas()
         let versions = PostgreSQLStatement("versions", "SELECT version::text FROM schema_version ORDER BY version")
-        #expect(try schema.superuser().rows(versions) == [["1"], ["2"]])
-        #expect(PostgreSQLLedger.migrations.map(\.version) == [1, 2])
+        #expect(try schema.superuser().rows(versions) == [["1"], ["2"], ["3"], ["4"]])
+        #expect(PostgreSQLLedger.migrations.map(\.version) == [1, 2, 3, 4])
     }
 }

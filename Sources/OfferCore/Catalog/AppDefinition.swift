@@ -28,6 +28,9 @@ public struct AppDefinition: Sendable {
     public var signaturesPerCustomerPerDay: Int
     /// What Sandbox data (App Review, TestFlight) gets, when the deployment trusts it at all.
     public var sandbox: SandboxPolicy
+    /// The app's Apple ID in App Store Connect (App Information): Production notifications from Apple carry it and
+    /// are refused without it. `nil` when not configured.
+    public var appAppleId: Int64?
     /// The app's JSON path in the configuration, like `$.apps[0]`.
     public var path: String
 
@@ -47,7 +50,7 @@ public struct AppDefinition: Sendable {
     public init(
         bundleId: String, issuerId: String, keys: [Key], activeKeyId: String? = nil, localTesting: Bool = false,
         offers: [Offer] = [], signaturesPerCustomerPerDay: Int = AppDefinition.defaultSignaturesPerCustomerPerDay,
-        sandbox: SandboxPolicy = .separate, path: String = "$.apps[0]"
+        sandbox: SandboxPolicy = .separate, path: String = "$.apps[0]", appAppleId: Int64? = nil
     ) {
         self.bundleId = bundleId
         self.issuerId = issuerId
@@ -58,6 +61,7 @@ public struct AppDefinition: Sendable {
         self.signaturesPerCustomerPerDay = signaturesPerCustomerPerDay
         self.sandbox = sandbox
         self.path = path
+        self.appAppleId = appAppleId
     }
 
     /// Parses the configuration's `apps` array (at `$.apps`). Relative key paths resolve against `baseDirectory`.
@@ -134,11 +138,13 @@ public struct AppDefinition: Sendable {
                     ConfigError(path: "\(path).sandbox", "expected \"refuse\" or \"separate\", found \"\(text)\""))
             }
         }
+        let appAppleId = reader.int("appAppleId", range: 1...Int.max).map(Int64.init)
         reader.finish(into: &errors)
         guard let bundleId, let issuerId, let firstKey = keys.first else { return nil }
         return AppDefinition(
             bundleId: bundleId, issuerId: issuerId, keys: keys, activeKeyId: activeKeyId ?? firstKey.keyId,
             localTesting: localTesting, offers: offers,
-            signaturesPerCustomerPerDay: perDay ?? defaultSignaturesPerCustomerPerDay, sandbox: sandbox, path: path)
+            signaturesPerCustomerPerDay: perDay ?? defaultSignaturesPerCustomerPerDay, sandbox: sandbox, path: path,
+            appAppleId: appAppleId)
     }
 }

@@ -18,13 +18,25 @@ public struct LedgerError: Error, Sendable, CustomStringConvertible {
         /// The transaction conflicted with a concurrent one and was rolled back (SQLSTATE 40001 serialization
         /// failure, 40P01 deadlock): run it again.
         public static let serializationFailure = Kind(rawValue: "serialization_failure")
-        /// The database did not answer in time: a statement timeout (57014), a lock timeout (55P03), or no free
-        /// connection in the pool.
+        /// The database did not answer in time: a statement timeout (57014), a lock timeout (55P03), no free
+        /// connection in the pool, or a SQLite file that another process kept locked for the whole busy timeout.
         public static let timeout = Kind(rawValue: "timeout")
+        /// The disk, or the database's size limit, is full (SQLite `SQLITE_FULL`, PostgreSQL 53100 `disk_full`).
+        /// Transient: writes succeed again once space is freed.
+        public static let full = Kind(rawValue: "full")
+        /// The stored data is damaged, or the file is not a database (SQLite `SQLITE_CORRUPT`, `SQLITE_NOTADB`).
+        /// Not transient: an operator must restore the ledger.
+        public static let corrupt = Kind(rawValue: "corrupt")
     }
 
     public let kind: Kind
     public let description: String
+
+    /// The store itself failed (unreachable, locked or too slow, full, damaged), not one record: nothing can be
+    /// recorded until the fault clears, or, when `corrupt`, until an operator restores the ledger.
+    public var isStoreFault: Bool {
+        kind == .unavailable || kind == .timeout || kind == .full || kind == .corrupt
+    }
 
     public init(_ description: String, kind: Kind = .other) {
         self.kind = kind

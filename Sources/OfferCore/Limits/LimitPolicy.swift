@@ -53,11 +53,13 @@ public enum LimitPolicy {
 
     /// The abuse guard: `nil` while the customer's promotional offer signatures of the last 24 hours
     /// (`OfferUsage.customerSignaturesLastDay`) are fewer than `perDay`, else the seconds until the oldest of them
-    /// leaves the window (at least 1), for a 429's `Retry-After`. A request without a customer is not counted.
+    /// leaves the window (at least 1, at most a day), for a 429's `Retry-After`. A request without a customer is
+    /// not counted. The oldest can be later than `now`: a concurrent request that began after this one may have
+    /// been recorded first.
     public static func dailyAllowance(perDay: Int, usage: OfferUsage, customerKey: String?, now: Int64) -> Int? {
         guard customerKey != nil, usage.customerSignaturesLastDay >= perDay else { return nil }
         let oldest = usage.customerOldestLastDay ?? now
-        let wait = oldest + UsageKey.day - now
+        let wait = min(oldest + UsageKey.day - now, UsageKey.day)
         return max(1, Int((wait + 999) / 1000))
     }
 

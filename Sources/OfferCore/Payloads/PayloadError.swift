@@ -26,7 +26,8 @@ public protocol AppStoreSignedPayload: Sendable, Equatable {
     static var fieldTypes: [String: PayloadFieldType] { get }
 }
 
-/// The JSON a payload field holds, as the decoder reads it.
+/// The JSON a payload field holds, as the decoder reads it (`object`: a nested object, such as a notification's
+/// `data`, whose fields are recorded as `data.bundleId`).
 public enum PayloadFieldType: Sendable, Equatable {
-    case string, boolean, integer, date, strings
+    case string, boolean, integer, date, strings, object
 }

@@ -16,16 +16,20 @@ public struct EligibilityService: Sendable {
     /// Where the redemptions verified transactions show are recorded (the service's ledger); `nil` for callers
     /// that must not write (`explain`) and without a ledger.
     public let redemptions: (any RedemptionLog)?
+    /// The customers' server-known state (the ledger, read only): newer facts than the request's win; `nil`
+    /// without a ledger.
+    public let states: (any SubscriptionStates)?
 
     public init(
         catalog: Catalog, verifier: SignedDataVerifier, environments: Set<AppStoreEnvironment>,
-        usage: (any UsageCounts)?, redemptions: (any RedemptionLog)? = nil
+        usage: (any UsageCounts)?, redemptions: (any RedemptionLog)? = nil, states: (any SubscriptionStates)? = nil
     ) {
         self.catalog = catalog
         self.verifier = verifier
         self.environments = environments
         self.usage = usage
         self.redemptions = redemptions
+        self.states = states
     }
 
     /// A decided offer, with what it was decided for.
@@ -163,11 +167,13 @@ public struct EligibilityService: Sendable {
         return app
     }
 
-    /// What the app's signed data proves about the customer at `now`; `nil` when the request carries none.
+    /// What the app's signed data proves about the customer at `now`; `nil` when the request carries none. When the
+    /// ledger holds server-known state for the request's subscription, the newer of the request's transaction and
+    /// the state's (`FreshestFacts`) is decided on, and the same for renewal info; the customer says which came
+    /// from where.
     public func customer(_ data: SignedData, of app: Catalog.App, now: Int64) throws(OfferError) -> VerifiedCustomer? {
         guard !data.isEmpty else { return nil }
-        let trust = AppTrust(
-            bundleId: app.bundleId, environments: environments, localTesting: app.definition.localTesting)
+        let trust = trust(app)
         func verify<Payload: AppStoreSignedPayload>(
             _ token: String?, _ field: String, as type: Payload.Type
         ) throws(OfferError) -> Payload? {
@@ -196,27 +202,83 @@ public struct EligibilityService: Sendable {
                 "\"signedRenewalInfo\" must come with the \"signedTransaction\" it belongs to",
                 field: "signedRenewalInfo")
         }
+        let freshest = try freshest(transaction: transaction, renewalInfo: renewalInfo, trust: trust)
         let customer: VerifiedCustomer
         do {
             customer = try VerifiedCustomer(
-                transaction: transaction, renewalInfo: renewalInfo, appTransaction: appTransaction, now: now)
+                transaction: freshest.transaction, renewalInfo: freshest.renewalInfo, appTransaction: appTransaction,
+                now: now, transactionSource: freshest.transactionSource, renewalInfoSource: freshest.renewalInfoSource)
         } catch {
             throw OfferError(
                 .untrustedSignedData, "signed data does not fit together: \(error.message)",
                 reason: SignedDataError.Reason.inconsistent.rawValue)
         }
-        try observe(customer)
+        try observe(transaction)
         return customer
     }
 
-    /// Hands the customer's verified transaction to the redemption log (when there is one), before the counts are
-    /// read: a purchase made with an offer turns the customer's signature for it into a redemption.
-    private func observe(_ customer: VerifiedCustomer) throws(OfferError) {
-        guard let redemptions, let transaction = customer.transaction.flatMap(ObservedTransaction.init) else { return }
+    /// What `app` accepts as signed data.
+    public func trust(_ app: Catalog.App) -> AppTrust {
+        AppTrust(bundleId: app.bundleId, environments: environments, localTesting: app.definition.localTesting)
+    }
+
+    /// The request's transaction and renewal info, each replaced by the server-known state's when that one is newer.
+    private struct Freshest {
+        var transaction: JWSTransactionPayload?
+        var renewalInfo: JWSRenewalInfoPayload?
+        var transactionSource = VerifiedCustomer.Source.request
+        var renewalInfoSource = VerifiedCustomer.Source.request
+    }
+
+    /// The newer of the request's and the server-known state's payloads for the request's subscription. Stored JWS
+    /// are verified again as the app's data (a tampered store, or a root no longer trusted, is not believed: the
+    /// request's data stands), and must be of the request's environment and subscription.
+    private func freshest(
+        transaction: JWSTransactionPayload?, renewalInfo: JWSRenewalInfoPayload?, trust: AppTrust
+    ) throws(OfferError) -> Freshest {
+        var freshest = Freshest(transaction: transaction, renewalInfo: renewalInfo)
+        guard let states, let transaction, transaction.isAutoRenewableSubscription,
+            let original = transaction.originalTransactionId
+        else { return freshest }
+        let environment = transaction.environment
+        let state: ServerKnownState?
+        do {
+            state = try states.state(
+                bundleId: trust.bundleId, namespace: LedgerNamespace(environment: environment?.rawValue),
+                originalTransactionId: original)
+        } catch {
+            throw .storageUnavailable(error)
+        }
+        guard let state else { return freshest }
+        if let token = state.signedTransaction,
+            let stored = try? trust.verify(token, as: JWSTransactionPayload.self, with: verifier),
+            stored.environment == environment, stored.originalTransactionId == original,
+            FreshestFacts.isNewer(stored, than: transaction)
+        {
+            freshest.transaction = stored
+            freshest.transactionSource = .notification
+        }
+        if let token = state.signedRenewalInfo,
+            let stored = try? trust.verify(token, as: JWSRenewalInfoPayload.self, with: verifier),
+            stored.environment == environment, stored.originalTransactionId == original,
+            renewalInfo == nil || renewalInfo?.originalTransactionId == original,
+            FreshestFacts.isNewer(renewalSignedAt: stored.signedDate, than: renewalInfo?.signedDate)
+        {
+            freshest.renewalInfo = stored
+            freshest.renewalInfoSource = .notification
+        }
+        return freshest
+    }
+
+    /// Hands the request's verified transaction to the redemption log (when there is one), before the counts are
+    /// read: a purchase made with an offer turns the customer's signature for it into a redemption. (A transaction
+    /// of the server-known state was observed when its notification was recorded.)
+    private func observe(_ transaction: JWSTransactionPayload?) throws(OfferError) {
+        guard let redemptions, let transaction = transaction.flatMap(ObservedTransaction.init) else { return }
         do {
             _ = try redemptions.observe(transaction)
         } catch {
-            throw .storageUnavailable
+            throw .storageUnavailable(error)
         }
     }
 
@@ -248,7 +310,7 @@ public struct EligibilityService: Sendable {
         do {
             return try OfferDecision.decide(offer, bundleId: app.bundleId, customer: customer, now: now, usage: usage)
         } catch {
-            throw .storageUnavailable
+            throw .storageUnavailable(error)
         }
     }
 }

@@ -15,6 +15,9 @@ public struct OfferError: Error, Sendable, Equatable, CustomStringConvertible {
     public var reasons: [IneligibilityReason]
     /// For `customer_rate_limited`: seconds until the client may try again (`Retry-After`).
     public var retryAfter: Int?
+    /// For `storage_unavailable`: what failed in the store, for the service's log alone (it may name a file or a
+    /// database's address, so it is never sent).
+    public var cause: String?
 
     public init(
         _ code: ErrorCode, _ message: String, field: String? = nil, reason: String? = nil,
@@ -70,6 +73,13 @@ public struct OfferError: Error, Sendable, Equatable, CustomStringConvertible {
 
     public static let storageUnavailable = OfferError(
         .storageUnavailable, "the ledger of issued signatures is unavailable; retry later")
+
+    /// `storageUnavailable`, with the store's failure for the log.
+    public static func storageUnavailable(_ failure: LedgerError) -> OfferError {
+        var error = storageUnavailable
+        error.cause = "\(failure.kind): \(failure.description)"
+        return error
+    }
 
     public static let internalError = OfferError(.internalError, "the server failed to handle the request")
 

@@ -16,6 +16,9 @@ public struct SignedDataError: Error, Equatable, Sendable, CustomStringConvertib
         case wrongEnvironment = "wrong_environment"
         /// The payloads verify one by one but belong to different customers, apps or environments.
         case inconsistent
+        /// A Production notification for an app whose `appAppleId` is not configured: Apple's verifier requires it
+        /// to tell the app's notifications from another's.
+        case appAppleIdNotConfigured = "app_apple_id_not_configured"
     }
 
     public let reason: Reason

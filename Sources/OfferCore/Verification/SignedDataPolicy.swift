@@ -6,15 +6,18 @@ public protocol SignedDataPolicy: Sendable {
     func check(_ data: VerifiedJWS) throws(SignedDataError)
 }
 
-/// The kinds of App Store signed data an app sends as proof of who the customer is.
+/// The kinds of App Store signed data: what an app sends as proof of who the customer is, and what Apple's
+/// server sends the service (a notification's `signedPayload`).
 public enum SignedDataKind: String, Sendable {
     case transaction
     case renewalInfo
     case appTransaction
+    case notification
 }
 
-/// Apple signs all three kinds with the same chain, so the payload's shape must say which it is: a transaction
-/// sent as renewal info would otherwise pass for proof of a subscription.
+/// Apple signs every kind with the same chain, so the payload's shape must say which it is: a transaction sent as
+/// renewal info would otherwise pass for proof of a subscription, and a transaction posted as a notification for
+/// news from Apple.
 public struct PayloadKindPolicy: SignedDataPolicy {
     public let kind: SignedDataKind
 
@@ -35,6 +38,12 @@ public struct PayloadKindPolicy: SignedDataPolicy {
         case .appTransaction:
             guard hasReceiptType, !hasTransactionId else {
                 throw SignedDataError(.malformed, "signed data is not an app transaction")
+            }
+        case .notification:
+            guard data.payload["notificationType"] != nil, data.payload["notificationUUID"] != nil,
+                !hasTransactionId, !hasReceiptType
+            else {
+                throw SignedDataError(.malformed, "signed data is not a notification")
             }
         }
     }
@@ -73,15 +82,20 @@ public struct EnvironmentPolicy: SignedDataPolicy {
     }
 
     public func check(_ data: VerifiedJWS) throws(SignedDataError) {
-        guard let text = data.payload[field]?.stringValue else {
+        try check(environment: data.payload[field]?.stringValue, origin: data.origin)
+    }
+
+    /// The check on an environment read elsewhere than a top-level member (a notification's `data.environment`).
+    public func check(environment text: String?, origin: VerifiedJWS.Origin) throws(SignedDataError) {
+        guard let text else {
             throw SignedDataError(.malformed, "payload has no \(field)")
         }
         let environment = AppStoreEnvironment(rawValue: text)
         if AppStoreEnvironment.local.contains(environment) {
-            guard allowLocalTesting, data.origin == .localTesting else {
+            guard allowLocalTesting, origin == .localTesting else {
                 throw SignedDataError(.wrongEnvironment, "\(text) data is accepted only with localTesting on")
             }
-        } else if !allowed.contains(environment) || data.origin != .appStore {
+        } else if !allowed.contains(environment) || origin != .appStore {
             throw SignedDataError(.wrongEnvironment, "environment \(text) is not accepted here")
         }
     }

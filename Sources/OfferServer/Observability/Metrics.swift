@@ -54,11 +54,31 @@ public final class Metrics: Sendable {
         public static let ledgerLargestGroup = Family(
             name: "offer_signer_ledger_largest_group", help: "The most signatures one ledger commit carried.",
             type: "gauge", index: 12)
+        public static let offerBudgetRemaining = Family(
+            name: "offer_signer_offer_budget_remaining",
+            help: "What remains of an offer's total budget (Production): the total less reservations and redemptions.",
+            type: "gauge", index: 13)
+        public static let offerReservations = Family(
+            name: "offer_signer_offer_reservations",
+            help: "A limited offer's signatures neither redeemed nor expired (Production): the places they hold.",
+            type: "gauge", index: 14)
+        public static let offerRedemptions = Family(
+            name: "offer_signer_offer_redemptions_total",
+            help: "A limited offer's redemptions since its last ledger reset (Production).", type: "counter",
+            index: 15)
+
+        public static let notifications = Family(
+            name: "offer_signer_notifications_total",
+            help:
+                "Notifications from Apple by app, type (unknown for a type not known here, none when it did not "
+                + "verify) and result (recorded, duplicate, ignored, not_stored, or why it was refused).",
+            type: "counter", index: 16)
 
         /// The order families are rendered in.
         static let all: [Family] = [
             .build, .configuration, .reloads, .requests, .decisions, .notEligible, .limitsReached, .signatures,
             .signedDataRejected, .ledgerCommits, .ledgerRecords, .ledgerCommitMicroseconds, .ledgerLargestGroup,
+            .offerBudgetRemaining, .offerReservations, .offerRedemptions, .notifications,
         ]
     }
 
@@ -82,6 +102,14 @@ public final class Metrics: Sendable {
             if replacing { $0[family.index] = [:] }
             $0[family.index][key] = value
         }
+    }
+
+    /// Sets every series of `family` at once (label names in the order given), dropping the others: for values read
+    /// afresh from their source at each scrape, so a series whose subject went (an offer no longer limited) goes too.
+    public func replace(_ family: Family, with values: [(labels: KeyValuePairs<String, String>, value: Int)]) {
+        var rendered: [String: Int] = [:]
+        for (labels, value) in values { rendered[Self.render(labels)] = value }
+        series.withLock { $0[family.index] = rendered }
     }
 
     /// The current value of one series (for tests and `/readyz`).

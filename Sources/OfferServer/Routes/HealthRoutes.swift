@@ -11,9 +11,9 @@ struct HealthRoutes {
         [
             .sync("GET", "/livez", group: .operations) { _, _ in .ok(HealthResponse().jsonBytes) },
             .sync("GET", "/readyz", group: .operations, readiness),
-            .sync("GET", "/metrics", group: .operations) { [metrics, ledger] _, _ in
-                if let statistics = ledger?.commitStatistics {
-                    let backend: KeyValuePairs<String, String> = ["backend": "sqlite"]
+            .sync("GET", "/metrics", group: .operations) { [metrics, ledger] _, context in
+                if let ledger, let statistics = ledger.commitStatistics {
+                    let backend: KeyValuePairs<String, String> = ["backend": ledger.backendName]
                     metrics.set(.ledgerCommits, backend, to: statistics.commits)
                     metrics.set(.ledgerRecords, backend, to: statistics.records)
                     let (seconds, attoseconds) = statistics.duration.components
@@ -22,6 +22,7 @@ struct HealthRoutes {
                         to: Int(seconds) * 1_000_000 + Int(attoseconds / 1_000_000_000_000))
                     metrics.set(.ledgerLargestGroup, backend, to: statistics.largestGroup)
                 }
+                if let ledger { metrics.recordOffers(ledger, catalog: context.snapshot.catalog, now: context.now) }
                 return HTTPResponse(
                     status: 200, body: Array(metrics.render().utf8),
                     contentType: "text/plain; version=0.0.4; charset=utf-8")
@@ -32,7 +33,19 @@ struct HealthRoutes {
     func readiness(_ request: HTTPRequest, _ context: RequestContext) throws -> HTTPResponse {
         let catalog = context.snapshot.catalog
         guard !catalog.apps.isEmpty else { throw HTTPError.notReady("no app is configured") }
-        if let ledger, !ledger.isHealthy() { throw HTTPError.notReady("the ledger does not answer") }
+        if let ledger {
+            do {
+                try ledger.checkReadiness()
+            } catch {
+                // The reason goes to the log only: it may name the file or the database's address.
+                context.log.error(
+                    "not ready: the ledger cannot record",
+                    [("kind", error.kind.rawValue), ("error", error.description)])
+                throw HTTPError(
+                    status: ErrorMapping.status(of: .storageUnavailable), code: .storageUnavailable,
+                    message: OfferError.storageUnavailable.message)
+            }
+        }
         let reply = ReadinessResponse(
             apps: catalog.apps.count, keys: catalog.keyCount, configuration: context.snapshot.configuration)
         return .ok(reply.jsonBytes)

@@ -195,7 +195,7 @@ struct SignatureRoutes {
             case .success(let outcome):
                 respond(answer(outcome))
             case .failure(let error):
-                context.log.error("ledger failure", [("error", error.description)])
+                context.log.error("ledger failure", [("kind", error.kind.rawValue), ("error", error.description)])
                 respond(.failure(OfferError.storageUnavailable))
             }
         }
@@ -210,7 +210,7 @@ struct SignatureRoutes {
             return try ledger.previousAnswer(
                 bundleId: bundleId, idempotencyKey: idempotency.key, validFrom: idempotency.validFrom)
         } catch {
-            context.log.error("ledger failure", [("error", error.description)])
+            context.log.error("ledger failure", [("kind", error.kind.rawValue), ("error", error.description)])
             throw OfferError.storageUnavailable
         }
     }
@@ -232,7 +232,7 @@ struct SignatureRoutes {
 /// ledger: without one the header is accepted and has no effect.
 struct Idempotency: Sendable {
     /// How long a key names its request: Apple's lifetime of a signature.
-    static let window: Int64 = 24 * 60 * 60 * 1000
+    static let window = IssuedSignature.Idempotency.window
 
     let key: String
     /// SHA-256 of the route and the body as the service reads it (so formatting differences do not matter).

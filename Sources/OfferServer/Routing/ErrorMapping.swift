@@ -25,7 +25,10 @@ public enum ErrorMapping {
                 if error.code == .untrustedSignedData { facts.rejectedSignedData = error.reason }
                 if error.code == .storageUnavailable || error.code == .internalError { facts.decision = nil }
             }
-            if status >= 500 { context.log.error("request failed", [("code", error.code.rawValue)]) }
+            if status >= 500 {
+                context.log.error(
+                    "request failed", [("code", error.code.rawValue)] + (error.cause.map { [("cause", $0)] } ?? []))
+            }
             let body = ErrorResponse(
                 code: error.code, message: error.message, field: error.field, reason: error.reason,
                 reasons: error.reasons)

@@ -38,7 +38,8 @@ public struct RateLimitMiddleware: Middleware {
 }
 
 /// Counts requests by route and status, and what handlers recorded: decisions, refusals by reason, limits
-/// reached, and refused signed data by its failed check (every refusal, wherever it was found).
+/// reached, refused signed data by its failed check (every refusal, wherever it was found), and notifications from
+/// Apple by type and result.
 public struct MetricsMiddleware: Middleware {
     let metrics: Metrics
 
@@ -50,6 +51,9 @@ public struct MetricsMiddleware: Middleware {
         let app = facts.app ?? "none"
         if let reason = facts.rejectedSignedData {
             metrics.increment(.signedDataRejected, ["app": app, "reason": reason])
+        }
+        if let notification = facts.notification {
+            metrics.increment(.notifications, ["app": app, "type": notification.type, "result": notification.result])
         }
         guard let offer = facts.offer, let decision = facts.decision else { return }
         if let signature = facts.signature {

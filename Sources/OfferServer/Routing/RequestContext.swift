@@ -36,6 +36,8 @@ public final class RequestContext: Sendable {
         public var rejectedSignedData: String?
         /// For an issued signature: its format (`jws`, `legacy`, `introductory`) and key ID.
         public var signature: (format: String, keyId: String)?
+        /// For a notification from Apple: its type (`unknown`, `none`) and what became of it.
+        public var notification: (type: String, result: String)?
     }
 
     init(

@@ -2,10 +2,13 @@
 /// half-added. Routes are grouped by feature in `Routes/`, one file each.
 public struct Route: Sendable {
     /// Which middleware a route goes through. `api` routes are rate limited; `operations` (health, metrics)
-    /// never are.
+    /// never are; `apple` routes (Apple's server calling: notifications) are logged and counted like `api` routes
+    /// but not rate limited per client, since Apple's bursts come from a few addresses and a refusal only delays
+    /// its retries.
     public enum Group: Sendable, Hashable {
         case api
         case operations
+        case apple
     }
 
     /// A handler's way to answer: `sync` returns the response on the worker thread; `async` answers through the

@@ -204,6 +204,24 @@ public struct Explanation: Sendable {
         if !facts.eligibleWinBackOfferIds.isEmpty {
             parts.append("winBack=\(facts.eligibleWinBackOfferIds.joined(separator: ","))")
         }
-        return "customer: " + parts.joined(separator: " ")
+        var line = "customer: " + parts.joined(separator: " ")
+        if let customer { line += "\n" + sourcesLine(customer) }
+        return line
+    }
+
+    /// Where the transaction and renewal info decided on came from: the request, or the customer's server-known
+    /// state when a notification's was newer.
+    private static func sourcesLine(_ customer: VerifiedCustomer) -> String {
+        func describe(_ name: String, _ source: VerifiedCustomer.Source?) -> String? {
+            switch source {
+            case .request?: return "\(name) from the request"
+            case .notification?: return "\(name) from a notification (server-known state, newer than the request's)"
+            case nil: return nil
+            }
+        }
+        let parts = [
+            describe("transaction", customer.transactionSource), describe("renewal info", customer.renewalInfoSource),
+        ].compactMap { $0 }
+        return "sources: " + (parts.isEmpty ? "app transaction only" : parts.joined(separator: "; "))
     }
 }

@@ -40,22 +40,26 @@ public final class OfferService: Sendable {
         var api: [any Middleware] = [AccessLogMiddleware(), MetricsMiddleware(metrics)]
         if let rateLimit { api.append(RateLimitMiddleware(rateLimit)) }
         let operations: [any Middleware] = [MetricsMiddleware(metrics)]
+        let apple: [any Middleware] = [AccessLogMiddleware(), MetricsMiddleware(metrics)]
         let routes =
             SignatureRoutes(ledger: ledger, nonce: nonce).routes + EligibilityRoutes().routes
-            + HealthRoutes(ledger: ledger, metrics: metrics).routes
+            + NotificationRoutes(ledger: ledger).routes + HealthRoutes(ledger: ledger, metrics: metrics).routes
         self.router = Router(
-            routes: routes, middleware: [.api: api, .operations: operations],
+            routes: routes, middleware: [.api: api, .operations: operations, .apple: apple],
             unmatchedMiddleware: [AccessLogMiddleware(), MetricsMiddleware(metrics)], snapshot: current.get,
             clock: clock, log: log)
     }
 
-    /// Builds the service's first snapshot: the catalog's keys and the trust's roots loaded.
+    /// Builds the service's first snapshot: the catalog's keys and the trust's roots loaded. Decisions read the
+    /// ledger's counts and server-known state; with `writes` (the service) they also record the redemptions the
+    /// request's data shows, without (`explain`) they never write.
     public static func snapshot(
-        _ configuration: Configuration, catalog: Catalog, ledger: (any Ledger)?
+        _ configuration: Configuration, catalog: Catalog, ledger: (any Ledger)?, writes: Bool = true
     ) throws(ConfigErrors) -> Snapshot {
         let eligibility = EligibilityService(
             catalog: catalog, verifier: try configuration.loadVerifier(),
-            environments: Set(configuration.settings.trust.environments), usage: ledger, redemptions: ledger)
+            environments: Set(configuration.settings.trust.environments), usage: ledger,
+            redemptions: writes ? ledger : nil, states: ledger)
         return Snapshot(eligibility: eligibility, configuration: configuration.hash)
     }
 

@@ -14,4 +14,7 @@ public struct Snapshot: Sendable {
     }
 
     public var catalog: Catalog { eligibility.catalog }
+
+    /// Apple's notifications, verified against the same catalog and trust.
+    public var notifications: NotificationReceiver { NotificationReceiver(eligibility) }
 }

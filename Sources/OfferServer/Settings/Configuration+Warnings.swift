@@ -45,10 +45,23 @@ extension Configuration {
                 }
             }
         }
+        // Anyone with a sandbox account can make Sandbox data: say what it gets, app by app.
         if !settings.trust.rootCertificateFiles.isEmpty && trusted.contains(.sandbox) {
-            out.append(
-                "$.trust.environments: Sandbox data is accepted; any sandbox or TestFlight tester can make it, so "
-                    + "keep Sandbox to staging deployments")
+            for app in apps where app.sandbox == .separate {
+                out.append(
+                    "\(app.path).sandbox: Sandbox data is accepted for \(app.bundleId) (any sandbox or TestFlight "
+                        + "tester can make it): its customers are counted apart from Production and get JWS "
+                        + "signatures only; set \"sandbox\": \"refuse\" if this deployment must not serve them")
+            }
+        }
+        // Apple's verifier checks a Production notification's appAppleId; without it they are all refused.
+        if !settings.trust.rootCertificateFiles.isEmpty && trusted.contains(.production) {
+            for app in apps where app.appAppleId == nil {
+                out.append(
+                    "\(app.path).appAppleId: not set, so Production notifications from Apple for \(app.bundleId) are "
+                        + "refused (400 app_apple_id_not_configured); set it to the app's Apple ID (App Store Connect, "
+                        + "App Information) before entering the notification URL")
+            }
         }
         if settings.trust.rootCertificateFiles.isEmpty {
             out.append("$.trust: no root certificates; only offers with requiresVerifiedCustomer false can be signed")

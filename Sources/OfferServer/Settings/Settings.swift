@@ -43,6 +43,9 @@ public struct Settings: Sendable {
     public var storage = StorageLocation.none
     /// Whether the configuration names its storage (`"none"` included), rather than taking the default.
     public var storageIsNamed = false
+    /// Days the ledger keeps each signature's record before the purge folds it into per-offer daily totals
+    /// (`ledgerRetentionDays`, 1 to 3650). Redemptions and the per-offer totals are kept whatever its value.
+    public var ledgerRetentionDays = Settings.defaultLedgerRetentionDays
 
     /// The SQLite ledger a configuration without `storage` gets, in its own folder.
     public static let defaultLedgerFile = "offer-signer-ledger.sqlite"
@@ -50,6 +53,13 @@ public struct Settings: Sendable {
     public var logging = Logging()
 
     public init() {}
+
+    /// How long signature records are kept by default: a little over a year, so a year's campaigns can be
+    /// compared record by record.
+    public static let defaultLedgerRetentionDays = 400
+    /// The retention's bounds: at least a day (every place a signature holds has expired by then), at most ten
+    /// years.
+    public static let ledgerRetentionRange = 1...3650
 
     /// Environments `trust.environments` may list; Xcode and LocalTesting are turned on per app.
     public static let environmentNames = ["Production", "Sandbox"]
@@ -67,6 +77,9 @@ public struct Settings: Sendable {
                 storage ?? "sqlite:" + defaultLedgerFile, baseDirectory: baseDirectory)
         } catch {
             errors.append(error)
+        }
+        if let days = reader.int("ledgerRetentionDays", range: ledgerRetentionRange) {
+            settings.ledgerRetentionDays = days
         }
         if let trust = reader.value("trust") {
             settings.trust = parseTrust(trust, baseDirectory: baseDirectory, errors: &errors)

@@ -43,6 +43,10 @@ final class PostgreSQLConnection: @unchecked Sendable {
 
     private static let statementTimeout = PostgreSQLStatement(
         "offer_signer_set_statement_timeout", "SELECT set_config('statement_timeout', $1, false)")
+    /// A COMMIT returns only once its WAL is flushed, whatever the server, database, role or DSN default: an
+    /// answered signature must survive a crash of the database server too.
+    private static let synchronousCommit = PostgreSQLStatement(
+        "offer_signer_set_synchronous_commit", "SELECT set_config('synchronous_commit', 'on', false)")
     /// Prepared statements run with one plan, made once per connection: PostgreSQL would otherwise plan the ledger's
     /// counting statement again on every run (a third of a millisecond each), and its statements are index look-ups
     /// whose best plan does not depend on the values.
@@ -80,6 +84,7 @@ final class PostgreSQLConnection: @unchecked Sendable {
         self.configuration = configuration
         self.backendPID = PQbackendPID(handle)
         try setStatementTimeout(milliseconds: configuration.statementTimeoutMilliseconds)
+        try execute(Self.synchronousCommit)
         try execute(Self.genericPlans)
     }
 

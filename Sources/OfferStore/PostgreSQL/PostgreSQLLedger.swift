@@ -86,13 +86,13 @@ public final class PostgreSQLLedger: Ledger {
         }
     }
 
-    /// What each record of a group whose transaction failed is told: a lost connection means the COMMIT's outcome
-    /// is unknown.
+    /// What each record of a group whose transaction failed is told: after a lost connection no record of the
+    /// group is known to be committed.
     private static func groupFailure(_ error: LedgerError) -> LedgerError {
         error.kind == .unavailable
             ? LedgerError(
-                "the ledger's transaction may or may not have been committed (\(error.description)): no signature "
-                    + "of it is handed out", kind: .unavailable)
+                "no record of the group is known to be committed (\(error.description)): none of its signatures "
+                    + "is handed out", kind: .unavailable)
             : error
     }
 
@@ -147,13 +147,12 @@ public final class PostgreSQLLedger: Ledger {
             return .committed(results)
         } catch {
             // A statement before COMMIT failed (COMMIT was skipped: the transaction is still open, in its failed
-            // state), or a parameter was refused before anything was sent: a record's failure, unless the
-            // connection or the server's time ran out, which fails the group.
+            // state), or a parameter was refused before anything was sent: a record's failure, unless it is a fault
+            // of the store (a lock that outlasts the statement timeout, a full disk, a lost connection), which would
+            // stop every record after it too, each after its own wait: that fails the group.
             let inTransaction = connection.isInTransaction
             if inTransaction, !connection.isBroken { try? connection.run("ROLLBACK") }
-            guard inTransaction || !batch.sentBegin, error.kind != .unavailable, error.kind != .timeout,
-                !connection.isBroken
-            else { throw error }
+            guard inTransaction || !batch.sentBegin, !error.isStoreFault, !connection.isBroken else { throw error }
             return .recordFailed(error)
         }
     }
@@ -333,7 +332,11 @@ public final class PostgreSQLLedger: Ledger {
             let signatures = try connection.execute(Statement.forgetSignatures, [customerKey])
             let redemptions = try connection.execute(Statement.forgetRedemptions, [customerKey])
             for statement in Statement.forgetTheRest { try connection.execute(statement, [customerKey]) }
-            return Int(signatures + redemptions)
+            var notified: Int64 = 0
+            for statement in NotificationStatement.forget {
+                notified += try connection.execute(statement, [customerKey])
+            }
+            return Int(signatures + redemptions + notified)
         }
     }
 
@@ -344,7 +347,20 @@ public final class PostgreSQLLedger: Ledger {
         }
     }
 
-    public func isHealthy() -> Bool { pool.isHealthy() }
+    public var backendName: String { "postgresql" }
+
+    /// The server answers; and once a write has failed for a fault of the store, until a write succeeds again, the
+    /// tables could be written now (`writeProbe`).
+    public func checkReadiness() throws(LedgerError) {
+        try pool.checkHealth()
+        guard writer.lastFault != nil else { return }
+        try pool.transaction { (connection) throws(LedgerError) in try connection.run(Self.writeProbe) }
+    }
+
+    /// The lock every record's statements take on the tables, asked for without waiting and let go at once: fails
+    /// (55P03, kind `timeout`) while another session holds a lock that would block the writer (`LOCK TABLE`, a
+    /// migration, `VACUUM FULL`), and on a server that is read-only (a standby).
+    static let writeProbe = "LOCK TABLE issued_signatures, offer_totals IN ROW EXCLUSIVE MODE NOWAIT"
 
     /// A row of `selectSignature`'s columns.
     private static func signature(_ row: [String?]) -> IssuedSignature {
@@ -398,32 +414,47 @@ public final class PostgreSQLLedger: Ledger {
         let run = try pool.withConnection { (connection) throws(LedgerError) in try Self.run(connection, subscription) }
         guard transaction.transition(from: run) != nil else { return .unchanged }
         return try pool.transaction { (connection) throws(LedgerError) -> RedemptionOutcome in
-            // The locks a group commit takes for the same offer and customer, in the same order.
-            let locks = Self.locks(
-                (transaction.offerId.map { [Self.lock(.offer, subscription[0], $0)] } ?? [])
-                    + [Self.lock(.customer, subscription[0], transaction.originalTransactionId)])
+            let locks = Self.locks(Self.observationLocks(transaction))
             try connection.execute(Statement.lock, [locks.classes, locks.keys])
-            guard let (next, redeemed) = transaction.transition(from: try Self.run(connection, subscription))
-            else { return .unchanged }
-            try connection.execute(Statement.saveRun, subscription + [next.offerId, String(next.purchaseDate)])
-            guard redeemed, let offerId = next.offerId else { return .runEnded }
-            let app = subscription[0]
-            let inserted = try connection.execute(
-                Statement.insertRedemption,
-                [
-                    app, offerId, transaction.originalTransactionId, transaction.transactionId,
-                    String(transaction.purchaseDate), String(transaction.offerType ?? 0),
-                ])
-            // The same transaction seen again (its run since ended and began anew): nothing new.
-            guard inserted == 1 else { return .unchanged }
-            let nonce = try connection.rows(
-                Statement.redeemSignature,
-                [app, offerId, transaction.originalTransactionId, String(transaction.purchaseDate)]
-            ).first?[0]
-            if let nonce { try connection.execute(Statement.linkRedemption, [nonce, transaction.transactionId]) }
-            try connection.execute(Statement.addRedemptionToTotal, [app, offerId])
-            return .redeemed(nonce: nonce)
+            return try Self.observe(connection, transaction)
         }
+    }
+
+    /// The locks a group commit takes for the same offer and customer as `transaction`: what observing it takes.
+    private static func observationLocks(_ transaction: ObservedTransaction) -> [[Int32]] {
+        let app = transaction.namespace.storedApp(transaction.bundleId)
+        return (transaction.offerId.map { [lock(.offer, app, $0)] } ?? [])
+            + [lock(.customer, app, transaction.originalTransactionId)]
+    }
+
+    /// The redemption logic, in the transaction the caller holds with `observationLocks` taken: `observe` and
+    /// `recordNotification` share it.
+    private static func observe(
+        _ connection: PostgreSQLConnection, _ transaction: ObservedTransaction
+    ) throws(LedgerError) -> RedemptionOutcome {
+        let subscription = [
+            transaction.namespace.storedApp(transaction.bundleId), transaction.originalTransactionId,
+        ]
+        guard let (next, redeemed) = transaction.transition(from: try Self.run(connection, subscription))
+        else { return .unchanged }
+        try connection.execute(Statement.saveRun, subscription + [next.offerId, String(next.purchaseDate)])
+        guard redeemed, let offerId = next.offerId else { return .runEnded }
+        let app = subscription[0]
+        let inserted = try connection.execute(
+            Statement.insertRedemption,
+            [
+                app, offerId, transaction.originalTransactionId, transaction.transactionId,
+                String(transaction.purchaseDate), String(transaction.offerType ?? 0),
+            ])
+        // The same transaction seen again (its run since ended and began anew): nothing new.
+        guard inserted == 1 else { return .unchanged }
+        let nonce = try connection.rows(
+            Statement.redeemSignature,
+            [app, offerId, transaction.originalTransactionId, String(transaction.purchaseDate)]
+        ).first?[0]
+        if let nonce { try connection.execute(Statement.linkRedemption, [nonce, transaction.transactionId]) }
+        try connection.execute(Statement.addRedemptionToTotal, [app, offerId])
+        return .redeemed(nonce: nonce)
     }
 
     /// The run recorded for a subscription (`[app, originalTransactionId]`).
@@ -598,6 +629,62 @@ public final class PostgreSQLLedger: Ledger {
                     customer_key TEXT,
                     count BIGINT,
                     reason TEXT NOT NULL
+                )
+                """,
+            ]),
+        // 3: the SQLite ledger's version 7: the purge's indexes (by issue time; the rows still holding an
+        // Idempotency-Key's answer) and the per-offer daily totals it keeps.
+        PostgreSQLMigrator.Migration(
+            version: 3,
+            [
+                "CREATE INDEX issued_by_time ON issued_signatures (issued_at_ms)",
+                "CREATE INDEX issued_answers ON issued_signatures (issued_at_ms) WHERE answer IS NOT NULL",
+                """
+                CREATE TABLE offer_daily_totals (
+                    bundle_id TEXT NOT NULL,
+                    offer_id TEXT NOT NULL,
+                    day TEXT NOT NULL,
+                    issued BIGINT NOT NULL,
+                    redeemed BIGINT NOT NULL,
+                    PRIMARY KEY (bundle_id, offer_id, day)
+                )
+                """,
+            ]),
+        // 4: the SQLite ledger's version 8: Apple's notifications by UUID, refunds and revocations on redemptions,
+        // and each subscription's server-known state.
+        PostgreSQLMigrator.Migration(
+            version: 4,
+            [
+                "ALTER TABLE redemptions ADD COLUMN revoked_at_ms BIGINT",
+                "ALTER TABLE redemptions ADD COLUMN revocation_signed_ms BIGINT",
+                """
+                CREATE TABLE notifications (
+                    notification_uuid TEXT NOT NULL PRIMARY KEY,
+                    bundle_id TEXT NOT NULL,
+                    notification_type TEXT NOT NULL,
+                    subtype TEXT,
+                    signed_ms BIGINT NOT NULL,
+                    received_ms BIGINT NOT NULL,
+                    original_transaction_id TEXT
+                )
+                """,
+                """
+                CREATE INDEX notifications_by_customer ON notifications (original_transaction_id)
+                WHERE original_transaction_id IS NOT NULL
+                """,
+                """
+                CREATE TABLE subscription_states (
+                    bundle_id TEXT NOT NULL,
+                    original_transaction_id TEXT NOT NULL,
+                    transaction_jws TEXT,
+                    transaction_id TEXT,
+                    expires_ms BIGINT,
+                    purchase_ms BIGINT,
+                    transaction_signed_ms BIGINT,
+                    renewal_jws TEXT,
+                    renewal_signed_ms BIGINT,
+                    updated_ms BIGINT NOT NULL,
+                    PRIMARY KEY (bundle_id, original_transaction_id)
                 )
                 """,
             ]),
@@ -801,5 +888,392 @@ enum Hex {
         case UInt8(ascii: "A")...UInt8(ascii: "F"): return character - UInt8(ascii: "A") + 10
         default: return nil
         }
+    }
+}
+
+// MARK: - Ops: grants, resets, their record, and the purge
+
+extension PostgreSQLLedger {
+    /// Signatures one purge statement deletes (each in a transaction of its own).
+    static let purgeBatch = 5000
+
+    public func grant(
+        bundleId: String, namespace: LedgerNamespace, offerId: String, customerKey: String, count: Int,
+        reason: String, at: Int64
+    ) throws(LedgerError) -> Int {
+        try LedgerAction.check(count: count, customerKey: customerKey, reason: reason)
+        let app = namespace.storedApp(bundleId)
+        return try pool.transaction { (connection) throws(LedgerError) -> Int in
+            // The locks a group commit takes for a limited record of this offer and customer.
+            let locks = Self.locks([Self.lock(.offer, app, offerId), Self.lock(.customer, app, customerKey)])
+            try connection.execute(Statement.lock, [locks.classes, locks.keys])
+            let granted = try connection.scalar(OpsStatement.grant, [app, offerId, customerKey, String(count)])
+            try connection.execute(
+                OpsStatement.insertAction,
+                [String(at), LedgerAction.Kind.grant.rawValue, app, offerId, customerKey, String(count), reason])
+            return Int(granted)
+        }
+    }
+
+    public func reset(
+        bundleId: String, namespace: LedgerNamespace, offerId: String, customerKey: String?, reason: String,
+        at: Int64, signatureTTL: Int64
+    ) throws(LedgerError) -> Int {
+        try LedgerAction.check(customerKey: customerKey, reason: reason)
+        let key = UsageKey(
+            bundleId: bundleId, offerId: offerId, customerKey: customerKey, namespace: namespace, now: at,
+            signatureTTL: signatureTTL)
+        let app = key.storedApp
+        return try pool.transaction { (connection) throws(LedgerError) -> Int in
+            let locks = Self.locks(
+                [Self.lock(.offer, app, offerId)] + (customerKey.map { [Self.lock(.customer, app, $0)] } ?? []))
+            try connection.execute(Statement.lock, [locks.classes, locks.keys])
+            var counts = GroupCounts()
+            let before = try Self.usage(key, &counts) { (statement, parameters) throws(LedgerError) in
+                try connection.rows(statement, parameters)
+            }
+            let freed: Int
+            if let customerKey {
+                freed = before.customerSignatures + before.customerRedemptions
+                try connection.execute(OpsStatement.resetCustomer, [app, offerId, customerKey, String(at)])
+            } else {
+                freed = before.offerReservations + before.offerRedemptions
+                try connection.execute(OpsStatement.resetOffer, [app, offerId, String(at)])
+            }
+            try connection.execute(
+                OpsStatement.insertAction,
+                [String(at), LedgerAction.Kind.reset.rawValue, app, offerId, customerKey ?? "", String(freed), reason])
+            return freed
+        }
+    }
+
+    public func actions() throws(LedgerError) -> [LedgerAction] {
+        try pool.withConnection { (connection) throws(LedgerError) -> [LedgerAction] in
+            try connection.rows(OpsStatement.actions).map { row in
+                let app = LedgerNamespace.parse(storedApp: row[2] ?? "")
+                return LedgerAction(
+                    at: Int64(row[0] ?? "") ?? 0, kind: LedgerAction.Kind(rawValue: row[1] ?? "") ?? .grant,
+                    bundleId: app.bundleId, namespace: app.namespace, offerId: row[3] ?? "",
+                    subject: LedgerAction.subject(storedCustomerKey: row[4]), count: Int(row[5] ?? "") ?? 0,
+                    reason: row[6] ?? "")
+            }
+        }
+    }
+
+    /// Each batch is one statement (delete, and add what it deleted to the daily totals) in its own transaction.
+    /// Replicas purging at once each delete different rows: a row another one deleted first is skipped, and only
+    /// the rows a statement deleted are added to the totals.
+    public func purge(before: Int64, now: Int64) throws(LedgerError) -> Int {
+        let batch = String(Self.purgeBatch)
+        var purged = 0
+        while true {
+            let deleted = try pool.transaction { (connection) throws(LedgerError) -> Int64 in
+                try connection.scalar(OpsStatement.purgeSignatures, [String(before), batch])
+            }
+            purged += Int(deleted)
+            if deleted < Self.purgeBatch { break }
+        }
+        let answersBefore = String(now - IssuedSignature.Idempotency.window)
+        while true {
+            let cleared = try pool.transaction { (connection) throws(LedgerError) -> Int64 in
+                try connection.execute(OpsStatement.clearAnswers, [answersBefore, batch])
+            }
+            if cleared < Self.purgeBatch { break }
+        }
+        return purged
+    }
+
+    public func dailyTotals() throws(LedgerError) -> [OfferDailyTotal] {
+        try pool.withConnection { (connection) throws(LedgerError) -> [OfferDailyTotal] in
+            try connection.rows(OpsStatement.dailyTotals).map { row in
+                let app = LedgerNamespace.parse(storedApp: row[0] ?? "")
+                return OfferDailyTotal(
+                    bundleId: app.bundleId, offerId: row[1] ?? "", day: row[2] ?? "", issued: Int(row[3] ?? "") ?? 0,
+                    redeemed: Int(row[4] ?? "") ?? 0, namespace: app.namespace)
+            }
+        }
+    }
+
+    /// The statements of grants, resets and the purge, prepared once per connection.
+    enum OpsStatement {
+        static let grant = PostgreSQLStatement(
+            "ledger_grant",
+            """
+            INSERT INTO allowances (bundle_id, offer_id, customer_key, granted) VALUES ($1, $2, $3, $4::bigint)
+            ON CONFLICT (bundle_id, offer_id, customer_key) DO UPDATE SET granted = allowances.granted + excluded.granted
+            RETURNING granted
+            """)
+        static let resetCustomer = PostgreSQLStatement(
+            "ledger_reset_customer",
+            """
+            INSERT INTO allowances (bundle_id, offer_id, customer_key, reset_at_ms) VALUES ($1, $2, $3, $4::bigint)
+            ON CONFLICT (bundle_id, offer_id, customer_key) DO UPDATE SET reset_at_ms = excluded.reset_at_ms
+            """)
+        static let resetOffer = PostgreSQLStatement(
+            "ledger_reset_offer",
+            """
+            INSERT INTO allowances (bundle_id, offer_id, customer_key, reset_at_ms, redeemed_base)
+            VALUES ($1, $2, '', $3::bigint,
+                (SELECT coalesce(sum(redeemed), 0) FROM offer_totals WHERE bundle_id = $1 AND offer_id = $2))
+            ON CONFLICT (bundle_id, offer_id, customer_key) DO UPDATE
+            SET reset_at_ms = excluded.reset_at_ms, redeemed_base = excluded.redeemed_base
+            """)
+        static let insertAction = PostgreSQLStatement(
+            "ledger_insert_action",
+            """
+            INSERT INTO ledger_actions (at_ms, action, bundle_id, offer_id, customer_key, count, reason)
+            VALUES ($1::bigint, $2, $3, $4, $5, $6::bigint, $7)
+            """)
+        static let actions = PostgreSQLStatement(
+            "ledger_actions",
+            "SELECT at_ms, action, bundle_id, offer_id, customer_key, count, reason FROM ledger_actions ORDER BY id")
+        /// Index `issued_by_time`: the oldest $2 signatures issued before $1 deleted, added to their offer's day
+        /// (UTC); returns how many were deleted.
+        static let purgeSignatures = PostgreSQLStatement(
+            "ledger_purge_signatures",
+            """
+            WITH batch AS (
+                DELETE FROM issued_signatures
+                WHERE id IN (
+                    SELECT id FROM issued_signatures WHERE issued_at_ms < $1::bigint
+                    ORDER BY issued_at_ms LIMIT $2::integer)
+                RETURNING bundle_id, offer_id, issued_at_ms, redeemed_at_ms
+            ), kept AS (
+                INSERT INTO offer_daily_totals AS t (bundle_id, offer_id, day, issued, redeemed)
+                SELECT bundle_id, offer_id,
+                    to_char(timestamp 'epoch' + issued_at_ms * interval '1 millisecond', 'YYYY-MM-DD'), count(*),
+                    count(redeemed_at_ms)
+                FROM batch GROUP BY 1, 2, 3
+                ON CONFLICT (bundle_id, offer_id, day) DO UPDATE
+                SET issued = t.issued + excluded.issued, redeemed = t.redeemed + excluded.redeemed
+            )
+            SELECT count(*) FROM batch
+            """)
+        /// Index `issued_answers`: answers kept past their key's window, $2 at a time.
+        static let clearAnswers = PostgreSQLStatement(
+            "ledger_clear_answers",
+            """
+            UPDATE issued_signatures SET idempotency_key = NULL, request_hash = NULL, answer = NULL
+            WHERE id IN (
+                SELECT id FROM issued_signatures WHERE answer IS NOT NULL AND issued_at_ms < $1::bigint
+                LIMIT $2::integer)
+            """)
+        static let dailyTotals = PostgreSQLStatement(
+            "ledger_daily_totals",
+            """
+            SELECT bundle_id, offer_id, day, issued, redeemed FROM offer_daily_totals
+            ORDER BY bundle_id COLLATE "C", offer_id COLLATE "C", day
+            """)
+    }
+}
+
+// MARK: - Notifications and server-known state
+
+extension PostgreSQLLedger {
+    /// Notifications are recorded off the caller's thread, each in a transaction of its own on a connection of
+    /// the pool; several may run at once (the pool bounds them), across replicas too: the locks and the unique
+    /// notification UUID keep each one's effects to exactly one.
+    public func recordNotification(
+        _ notification: ReceivedNotification,
+        completion: @escaping @Sendable (Result<NotificationOutcome, LedgerError>) -> Void
+    ) {
+        DispatchQueue.global().async { [self] in
+            let result = Result { () throws(LedgerError) -> NotificationOutcome in
+                try pool.transaction { (connection) throws(LedgerError) -> NotificationOutcome in
+                    try Self.record(connection, notification)
+                }
+            }
+            completion(result)
+        }
+    }
+
+    /// Everything a notification teaches, in the caller's transaction: first the locks `observe` takes (and the
+    /// customer's, for the state), so the redemption logic and the state's order hold across replicas; then the
+    /// UUID, which a concurrent transaction recording the same notification waits on and then finds.
+    private static func record(
+        _ connection: PostgreSQLConnection, _ notification: ReceivedNotification
+    ) throws(LedgerError) -> NotificationOutcome {
+        let app = notification.storedApp
+        var pairs = notification.observed.map(observationLocks) ?? []
+        if let original = notification.originalTransactionId { pairs.append(lock(.customer, app, original)) }
+        if !pairs.isEmpty {
+            let taken = Self.locks(pairs)
+            try connection.execute(Statement.lock, [taken.classes, taken.keys])
+        }
+        let inserted = try connection.execute(
+            NotificationStatement.insert,
+            [
+                notification.notificationUUID, app, notification.notificationType, notification.subtype,
+                String(notification.signedDate), String(notification.receivedAt), notification.originalTransactionId,
+            ])
+        guard inserted == 1 else { return .duplicate }
+        var effects = NotificationEffects()
+        if let observed = notification.observed { effects.redemption = try observe(connection, observed) }
+        if let revocation = notification.revocation,
+            let row = try connection.rows(NotificationStatement.selectRevocation, [app, revocation.transactionId])
+                .first,
+            revocation.applies(after: row[0].flatMap { Int64($0) })
+        {
+            try connection.execute(
+                NotificationStatement.revoke,
+                [
+                    revocation.revokedAt.map { String($0) }, String(revocation.signedDate), app,
+                    revocation.transactionId,
+                ])
+            effects.revocationChanged = true
+        }
+        guard let original = notification.originalTransactionId else { return .recorded(effects) }
+        let subscription = [app, original]
+        let stored = try connection.rows(NotificationStatement.selectStateOrder, subscription).first
+        if let transaction = notification.transaction {
+            let current = stored?[0].map { transactionId in
+                FreshestFacts.TransactionOrder(
+                    transactionId: transactionId, expiresDate: stored?[1].flatMap { Int64($0) },
+                    purchaseDate: stored?[2].flatMap { Int64($0) }, signedDate: stored?[3].flatMap { Int64($0) })
+            }
+            if current.map({ FreshestFacts.isNewer(transaction.order, than: $0) }) ?? true {
+                let order = transaction.order
+                try connection.execute(
+                    NotificationStatement.keepTransaction,
+                    subscription + [
+                        transaction.signedTransaction, order.transactionId, order.expiresDate.map { String($0) },
+                        order.purchaseDate.map { String($0) }, order.signedDate.map { String($0) },
+                        String(notification.receivedAt),
+                    ])
+                effects.transactionKept = true
+            }
+        }
+        if let renewalInfo = notification.renewalInfo {
+            // Renewal info kept without a signedDate orders before any other.
+            let current = stored?[5] == "t" ? stored?[4].flatMap { Int64($0) } ?? .min : nil
+            if FreshestFacts.isNewer(renewalSignedAt: renewalInfo.signedDate, than: current) {
+                try connection.execute(
+                    NotificationStatement.keepRenewalInfo,
+                    subscription + [
+                        renewalInfo.signedRenewalInfo, renewalInfo.signedDate.map { String($0) },
+                        String(notification.receivedAt),
+                    ])
+                effects.renewalInfoKept = true
+            }
+        }
+        return .recorded(effects)
+    }
+
+    public func notification(uuid: String) throws(LedgerError) -> RecordedNotification? {
+        try pool.withConnection { (connection) throws(LedgerError) -> RecordedNotification? in
+            guard let row = try connection.rows(NotificationStatement.selectNotification, [uuid]).first else {
+                return nil
+            }
+            let app = LedgerNamespace.parse(storedApp: row[1] ?? "")
+            return RecordedNotification(
+                notificationUUID: row[0] ?? "", bundleId: app.bundleId, namespace: app.namespace,
+                notificationType: row[2] ?? "", subtype: row[3], signedDate: Int64(row[4] ?? "") ?? 0,
+                receivedAt: Int64(row[5] ?? "") ?? 0, originalTransactionId: row[6])
+        }
+    }
+
+    public func redemptions(customerKey: String) throws(LedgerError) -> [RecordedRedemption] {
+        try pool.withConnection { (connection) throws(LedgerError) -> [RecordedRedemption] in
+            try connection.rows(NotificationStatement.customerRedemptions, [customerKey]).map { row in
+                let app = LedgerNamespace.parse(storedApp: row[0] ?? "")
+                return RecordedRedemption(
+                    bundleId: app.bundleId, namespace: app.namespace, offerId: row[1] ?? "", customerKey: customerKey,
+                    transactionId: row[2] ?? "", redeemedAt: Int64(row[3] ?? "") ?? 0,
+                    offerType: row[4].flatMap { Int($0) }, nonce: row[5], revokedAt: row[6].flatMap { Int64($0) })
+            }
+        }
+    }
+
+    public func state(
+        bundleId: String, namespace: LedgerNamespace, originalTransactionId: String
+    ) throws(LedgerError) -> ServerKnownState? {
+        try pool.withConnection { (connection) throws(LedgerError) -> ServerKnownState? in
+            guard
+                let row = try connection.rows(
+                    NotificationStatement.selectState, [namespace.storedApp(bundleId), originalTransactionId]
+                ).first
+            else { return nil }
+            return ServerKnownState(
+                signedTransaction: row[0], signedRenewalInfo: row[1], updatedAt: Int64(row[2] ?? "") ?? 0)
+        }
+    }
+
+    /// The statements of notifications and server-known state, prepared once per connection.
+    enum NotificationStatement {
+        /// A notification seen before changes nothing (its UUID is the primary key); a concurrent insert of the same
+        /// UUID waits for this one's transaction and then inserts nothing.
+        static let insert = PostgreSQLStatement(
+            "ledger_insert_notification",
+            """
+            INSERT INTO notifications
+                (notification_uuid, bundle_id, notification_type, subtype, signed_ms, received_ms,
+                 original_transaction_id)
+            VALUES ($1, $2, $3, $4, $5::bigint, $6::bigint, $7)
+            ON CONFLICT (notification_uuid) DO NOTHING
+            """)
+        static let selectNotification = PostgreSQLStatement(
+            "ledger_select_notification",
+            """
+            SELECT notification_uuid, bundle_id, notification_type, subtype, signed_ms, received_ms,
+                original_transaction_id
+            FROM notifications WHERE notification_uuid = $1
+            """)
+        static let selectRevocation = PostgreSQLStatement(
+            "ledger_select_revocation",
+            "SELECT revocation_signed_ms FROM redemptions WHERE bundle_id = $1 AND transaction_id = $2")
+        static let revoke = PostgreSQLStatement(
+            "ledger_revoke_redemption",
+            """
+            UPDATE redemptions SET revoked_at_ms = $1::bigint, revocation_signed_ms = $2::bigint
+            WHERE bundle_id = $3 AND transaction_id = $4
+            """)
+        static let selectStateOrder = PostgreSQLStatement(
+            "ledger_select_state_order",
+            """
+            SELECT transaction_id, expires_ms, purchase_ms, transaction_signed_ms, renewal_signed_ms,
+                renewal_jws IS NOT NULL
+            FROM subscription_states WHERE bundle_id = $1 AND original_transaction_id = $2
+            """)
+        static let selectState = PostgreSQLStatement(
+            "ledger_select_state",
+            """
+            SELECT transaction_jws, renewal_jws, updated_ms FROM subscription_states
+            WHERE bundle_id = $1 AND original_transaction_id = $2
+            """)
+        static let keepTransaction = PostgreSQLStatement(
+            "ledger_keep_state_transaction",
+            """
+            INSERT INTO subscription_states
+                (bundle_id, original_transaction_id, transaction_jws, transaction_id, expires_ms, purchase_ms,
+                 transaction_signed_ms, updated_ms)
+            VALUES ($1, $2, $3, $4, $5::bigint, $6::bigint, $7::bigint, $8::bigint)
+            ON CONFLICT (bundle_id, original_transaction_id) DO UPDATE
+            SET transaction_jws = excluded.transaction_jws, transaction_id = excluded.transaction_id,
+                expires_ms = excluded.expires_ms, purchase_ms = excluded.purchase_ms,
+                transaction_signed_ms = excluded.transaction_signed_ms, updated_ms = excluded.updated_ms
+            """)
+        static let keepRenewalInfo = PostgreSQLStatement(
+            "ledger_keep_state_renewal_info",
+            """
+            INSERT INTO subscription_states (bundle_id, original_transaction_id, renewal_jws, renewal_signed_ms, updated_ms)
+            VALUES ($1, $2, $3, $4::bigint, $5::bigint)
+            ON CONFLICT (bundle_id, original_transaction_id) DO UPDATE
+            SET renewal_jws = excluded.renewal_jws, renewal_signed_ms = excluded.renewal_signed_ms,
+                updated_ms = excluded.updated_ms
+            """)
+        static let customerRedemptions = PostgreSQLStatement(
+            "ledger_customer_redemptions",
+            """
+            SELECT bundle_id, offer_id, transaction_id, redeemed_at_ms, offer_type, nonce, revoked_at_ms
+            FROM redemptions WHERE customer_key = $1 ORDER BY redeemed_at_ms, id
+            """)
+        /// The customer's server-known state goes; the notifications about them keep their UUID, not the key.
+        static let forget = [
+            PostgreSQLStatement(
+                "ledger_forget_states", "DELETE FROM subscription_states WHERE original_transaction_id = $1"),
+            PostgreSQLStatement(
+                "ledger_forget_notifications",
+                "UPDATE notifications SET original_transaction_id = NULL WHERE original_transaction_id = $1"),
+        ]
     }
 }

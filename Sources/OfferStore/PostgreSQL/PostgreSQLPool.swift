@@ -84,8 +84,8 @@ final class PostgreSQLPool: Sendable {
         }
     }
 
-    /// A connection can be had and the server answers on it.
-    func isHealthy() -> Bool {
-        (try? withConnection { $0.isHealthy() }) ?? false
+    /// A connection can be had and the server answers on it; else throws why not.
+    func checkHealth() throws(LedgerError) {
+        try withConnection { (connection) throws(LedgerError) in try connection.run("SELECT 1") }
     }
 }

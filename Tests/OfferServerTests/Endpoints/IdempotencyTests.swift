@@ -136,26 +136,8 @@ struct IdempotencyTests {
 
 /// A `MemoryLedger` whose `previousAnswer` finds nothing, as when a request's look-up runs before the writer
 /// commits the first request under its key: only the writer's own check sees the repeat.
-private final class LateLookupLedger: Ledger {
-    let memory = MemoryLedger()
-
-    func usage(_ key: UsageKey) throws(LedgerError) -> OfferUsage { try memory.usage(key) }
-    func record(
-        _ signature: IssuedSignature, admit: (@Sendable (OfferUsage) -> Bool)?,
-        completion: @escaping @Sendable (Result<LedgerOutcome, LedgerError>) -> Void
-    ) { memory.record(signature, admit: admit, completion: completion) }
-    func previousAnswer(
+private final class LateLookupLedger: ForwardingLedger, @unchecked Sendable {
+    override func previousAnswer(
         bundleId: String, idempotencyKey key: String, validFrom: Int64
     ) throws(LedgerError) -> PreviousAnswer? { nil }
-    func signature(nonce: String) throws(LedgerError) -> IssuedSignature? { try memory.signature(nonce: nonce) }
-    func offerTotals() throws(LedgerError) -> [OfferTotal] { try memory.offerTotals() }
-    func history(customerKey: String) throws(LedgerError) -> [IssuedSignature] {
-        try memory.history(customerKey: customerKey)
-    }
-    func forget(customerKey: String) throws(LedgerError) -> Int { try memory.forget(customerKey: customerKey) }
-    func release(nonce: String) throws(LedgerError) { try memory.release(nonce: nonce) }
-    func observe(_ transaction: ObservedTransaction) throws(LedgerError) -> RedemptionOutcome {
-        try memory.observe(transaction)
-    }
-    func isHealthy() -> Bool { true }
 }

@@ -1,0 +1,64 @@
+import OfferCore
+import OfferStore
+
+/// A `MemoryLedger` behind every `Ledger` call, for test ledgers that change one or two of them: subclass it and
+/// override those (`LateLookupLedger`, `FaultyLedger`).
+class ForwardingLedger: Ledger, @unchecked Sendable {
+    let memory = MemoryLedger()
+
+    func usage(_ key: UsageKey) throws(LedgerError) -> OfferUsage { try memory.usage(key) }
+    func record(
+        _ signature: IssuedSignature, admit: (@Sendable (OfferUsage) -> Bool)?,
+        completion: @escaping @Sendable (Result<LedgerOutcome, LedgerError>) -> Void
+    ) { memory.record(signature, admit: admit, completion: completion) }
+    func previousAnswer(
+        bundleId: String, idempotencyKey key: String, validFrom: Int64
+    ) throws(LedgerError) -> PreviousAnswer? {
+        try memory.previousAnswer(bundleId: bundleId, idempotencyKey: key, validFrom: validFrom)
+    }
+    func signature(nonce: String) throws(LedgerError) -> IssuedSignature? { try memory.signature(nonce: nonce) }
+    func offerTotals() throws(LedgerError) -> [OfferTotal] { try memory.offerTotals() }
+    func history(customerKey: String) throws(LedgerError) -> [IssuedSignature] {
+        try memory.history(customerKey: customerKey)
+    }
+    func forget(customerKey: String) throws(LedgerError) -> Int { try memory.forget(customerKey: customerKey) }
+    func release(nonce: String) throws(LedgerError) { try memory.release(nonce: nonce) }
+    func grant(
+        bundleId: String, namespace: LedgerNamespace, offerId: String, customerKey: String, count: Int,
+        reason: String, at: Int64
+    ) throws(LedgerError) -> Int {
+        try memory.grant(
+            bundleId: bundleId, namespace: namespace, offerId: offerId, customerKey: customerKey, count: count,
+            reason: reason, at: at)
+    }
+    func reset(
+        bundleId: String, namespace: LedgerNamespace, offerId: String, customerKey: String?, reason: String,
+        at: Int64, signatureTTL: Int64
+    ) throws(LedgerError) -> Int {
+        try memory.reset(
+            bundleId: bundleId, namespace: namespace, offerId: offerId, customerKey: customerKey, reason: reason,
+            at: at, signatureTTL: signatureTTL)
+    }
+    func actions() throws(LedgerError) -> [LedgerAction] { try memory.actions() }
+    func purge(before: Int64, now: Int64) throws(LedgerError) -> Int { try memory.purge(before: before, now: now) }
+    func dailyTotals() throws(LedgerError) -> [OfferDailyTotal] { try memory.dailyTotals() }
+    func observe(_ transaction: ObservedTransaction) throws(LedgerError) -> RedemptionOutcome {
+        try memory.observe(transaction)
+    }
+    func recordNotification(
+        _ notification: ReceivedNotification,
+        completion: @escaping @Sendable (Result<NotificationOutcome, LedgerError>) -> Void
+    ) { memory.recordNotification(notification, completion: completion) }
+    func notification(uuid: String) throws(LedgerError) -> RecordedNotification? { try memory.notification(uuid: uuid) }
+    func redemptions(customerKey: String) throws(LedgerError) -> [RecordedRedemption] {
+        try memory.redemptions(customerKey: customerKey)
+    }
+    func state(
+        bundleId: String, namespace: LedgerNamespace, originalTransactionId: String
+    ) throws(LedgerError) -> ServerKnownState? {
+        try memory.state(bundleId: bundleId, namespace: namespace, originalTransactionId: originalTransactionId)
+    }
+    func checkReadiness() throws(LedgerError) { try memory.checkReadiness() }
+    var backendName: String { memory.backendName }
+    var commitStatistics: CommitStatistics? { memory.commitStatistics }
+}
