@@ -702,7 +702,8 @@ public final class PostgreSQLLedger: Ledger {
         /// The offer's places (`issued_reservations`) and redemptions (the primary key of `offer_totals`), the
         /// customer's signatures (`issued_by_customer`) and redemptions (`redemptions_by_customer`) for the offer,
         /// the customer's signatures for the app since the start of the last day (`issued_by_customer_time`), and
-        /// the moment the places are counted from. A NULL customer counts 0. With $6 and $7 (places after $6
+        /// the moment the places are counted from. A NULL customer counts 0 (`$3 IS NOT NULL`: the plan, made once
+        /// per connection, skips the customer's counts for it). With $6 and $7 (places after $6
         /// counted earlier in the transaction, `GroupCounts`), the places are $7 corrected by those issued between
         /// $6 and the moment, instead of counted again.
         static let usage = PostgreSQLStatement(
@@ -717,7 +718,8 @@ public final class PostgreSQLLedger: Ledger {
                 FROM allowances WHERE bundle_id = $1 AND offer_id = $2 AND customer_key IN ('', $3)
             ), d AS (
                 SELECT count(*) AS n, min(issued_at_ms) AS oldest FROM issued_signatures
-                WHERE bundle_id = $1 AND customer_key = $3 AND issued_at_ms > $5::bigint AND format <> 'introductory'
+                WHERE $3::text IS NOT NULL AND bundle_id = $1 AND customer_key = $3 AND issued_at_ms > $5::bigint
+                    AND format <> 'introductory'
             ), t AS (
                 SELECT greatest($4::bigint, a.offer_reset) AS after FROM a
             )
@@ -735,10 +737,11 @@ public final class PostgreSQLLedger: Ledger {
                 END,
                 (SELECT coalesce(sum(redeemed), 0) FROM offer_totals WHERE bundle_id = $1 AND offer_id = $2) - a.base,
                 (SELECT count(*) FROM issued_signatures
-                    WHERE bundle_id = $1 AND offer_id = $2 AND customer_key = $3
+                    WHERE $3::text IS NOT NULL AND bundle_id = $1 AND offer_id = $2 AND customer_key = $3
                         AND issued_at_ms > greatest($4::bigint, a.since) AND redeemed_at_ms IS NULL),
                 (SELECT count(*) FROM redemptions
-                    WHERE bundle_id = $1 AND offer_id = $2 AND customer_key = $3 AND redeemed_at_ms > a.since),
+                    WHERE $3::text IS NOT NULL AND bundle_id = $1 AND offer_id = $2 AND customer_key = $3
+                        AND redeemed_at_ms > a.since),
                 a.granted, d.n, d.oldest, t.after
             FROM a, d, t
             """)
