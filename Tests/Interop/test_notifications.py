@@ -27,6 +27,7 @@ from appstoreserverlibrary.models.Environment import Environment
 from appstoreserverlibrary.models.NotificationTypeV2 import NotificationTypeV2
 from appstoreserverlibrary.models.Subtype import Subtype
 from appstoreserverlibrary.signed_data_verifier import SignedDataVerifier, VerificationException, VerificationStatus
+from nginx_proxy import TestTLS, nginx_in_front_of
 
 from support import (
     BUNDLE_ID,
@@ -337,3 +338,24 @@ def test_duplicates_change_nothing_and_tampered_notifications_store_nothing(noti
             in metrics), metrics
     assert (f'offer_signer_notifications_total{{app="{BUNDLE_ID}",type="none",result="bad_signature"}} 1'
             in metrics), metrics
+
+
+def test_apple_reaches_the_notification_route_through_nginx(notified, testkit_dir):
+    """Apple posts only to HTTPS: the shipped nginx configuration in front, a notification recorded once through it,
+    its retry a duplicate, and a tampered one refused with the service's own JSON answer."""
+    server, ledger, _, directory = notified
+    ca = testkit_dir / "ca"
+    customer = "3000000000000401"
+    notification_uuid = str(uuid.uuid4())
+    token = sign_notification(directory, ca, "DID_RENEW", environment="Sandbox", notification_uuid=notification_uuid,
+                              transaction=transaction_payload(int(time.time() * 1000), -29,
+                                                              original_transaction_id=customer))
+    tls = TestTLS.create(directory / "nginx-tls")
+    with nginx_in_front_of(server.port, directory / "nginx", tls) as proxy:
+        first = proxy.post(NOTIFICATIONS_PATH, {"signedPayload": token})
+        assert (first.status, first.json()) == (200, {"result": "recorded"}), first.body
+        again = proxy.post(NOTIFICATIONS_PATH, {"signedPayload": token})
+        assert (again.status, again.json()) == (200, {"result": "duplicate"}), again.body
+        refused = proxy.post(NOTIFICATIONS_PATH, {"signedPayload": tampered(token)})
+        assert refused.status == 400 and refused.json()["error"]["reason"] == "bad_signature", refused.body
+    assert rows(ledger, "SELECT count(*) FROM notifications WHERE notification_uuid = ?", notification_uuid) == [(1,)]
