@@ -97,6 +97,12 @@ public final class Metrics: Sendable {
             name: "offer_signer_apple_api_circuit_state",
             help: "The App Store Server API circuit breaker by app and environment: 0 closed, 1 half-open, 2 open.",
             type: "gauge", index: 22)
+        public static let retentionAnswers = Family(
+            name: "offer_signer_retention_answers_total",
+            help:
+                "Retention Messaging requests from Apple by app, answer (message, alternate_product, promotional_offer, "
+                + "repeated, none, deadline, refused, ...) and where the customer's facts came from (state, lookup, "
+                + "none).", type: "counter", index: 23)
 
         /// The order families are rendered in.
         static let all: [Family] = [
@@ -104,7 +110,7 @@ public final class Metrics: Sendable {
             .signedDataRejected, .ledgerCommits, .ledgerRecords, .ledgerCommitMicroseconds, .ledgerLargestGroup,
             .offerBudgetRemaining, .offerReservations, .offerRedemptions, .notifications, .appleAPILookups,
             .appleAPILookupMilliseconds,
-            .appleAPICalls, .appleAPICallMilliseconds, .appleAPICache, .appleAPIBreaker,
+            .appleAPICalls, .appleAPICallMilliseconds, .appleAPICache, .appleAPIBreaker, .retentionAnswers,
         ]
     }
 

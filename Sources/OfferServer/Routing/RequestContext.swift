@@ -38,6 +38,10 @@ public final class RequestContext: Sendable {
         public var signature: (format: String, keyId: String)?
         /// For a notification from Apple: its type (`unknown`, `none`) and what became of it.
         public var notification: (type: String, result: String)?
+        /// For a retention request from Apple: the answer (`message`, `alternate_product`, `promotional_offer`,
+        /// `repeated`, `none`, `deadline`, `refused`, ...) and where the customer's facts came from (`state`,
+        /// `lookup`, `none`).
+        public var retention: (answer: String, facts: String)?
     }
 
     init(

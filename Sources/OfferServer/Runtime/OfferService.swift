@@ -22,10 +22,12 @@ public final class OfferService: Sendable {
     public let log: Logger
     private let router: Router
 
+    /// `lookup`: where a retention request's facts are looked up when the ledger holds no state for the
+    /// subscription (the App Store Server API); `nil` for none.
     public init(
         snapshot: Snapshot, ledger: (any Ledger)?, rateLimit: Settings.RateLimit? = nil, clock: @escaping Clock,
         nonce: @escaping NonceSource = SecureRandom.uuidV4, metrics: Metrics = Metrics(),
-        log: Logger = Logger(level: .info)
+        log: Logger = Logger(level: .info), lookup: (any SubscriptionLookup)? = nil
     ) {
         let current = SnapshotBox(snapshot)
         self.current = current
@@ -41,7 +43,10 @@ public final class OfferService: Sendable {
         let apple: [any Middleware] = [AccessLogMiddleware(), MetricsMiddleware(metrics)]
         let routes =
             SignatureRoutes(ledger: ledger, nonce: nonce).routes + EligibilityRoutes().routes
-            + NotificationRoutes(ledger: ledger).routes + HealthRoutes(ledger: ledger, metrics: metrics).routes
+            + NotificationRoutes(ledger: ledger).routes
+            + RetentionRoutes(
+                issuer: SignatureIssuer(ledger: ledger), lookup: lookup, nonce: nonce, answers: RetentionAnswers()
+            ).routes + HealthRoutes(ledger: ledger, metrics: metrics).routes
         self.router = Router(
             routes: routes, middleware: [.api: api, .operations: operations, .apple: apple],
             unmatchedMiddleware: [AccessLogMiddleware(), MetricsMiddleware(metrics)], snapshot: current.get,
