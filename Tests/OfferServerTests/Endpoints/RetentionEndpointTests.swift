@@ -209,6 +209,45 @@ struct RetentionEndpointTests {
         }
     }
 
+    @Test("explain says which entry applied and why, and agrees with the service")
+    func explain() throws {
+        try Self.withService { service in
+            try Self.notify(service, subscribedDaysAgo: 5)
+            let request = try Self.request(service.deployment, locale: "fr-CA")
+            let explanation = Explanation.explainRetention(
+                body: request.jsonBytes, bundleId: Self.bundleId, service: service.client.service.snapshot.retention,
+                ledger: service.client.service.ledger, now: service.deployment.clock.now, ledgerNote: "memory")
+            let answered = try Self.answer(try service.client.post(Self.path, request))
+            #expect(answered == .alternateProduct(messageIdentifier: Self.switchMessage, productId: Self.yearly))
+            #expect(explanation.verdict == .eligible)
+            let lines = explanation.text.split(separator: "\n").map(String.init)
+            #expect(lines.contains("facts: server-known state (from Apple's notifications)"), "\(explanation.text)")
+            #expect(
+                lines.contains(
+                    "entry 0 promotionalOffer stay on \(Self.monthly) ($.apps[0].retention[0]): FAIL offer not eligible; "
+                        + "message \(Self.offerFallback) (locale *, fallback match)"), "\(explanation.text)")
+            #expect(
+                lines.contains {
+                    $0.contains("FAIL daysSubscribed observed=5 expected=min 30 code=days_subscribed_out_of_range")
+                }, "\(explanation.text)")
+            #expect(
+                lines.contains(
+                    "entry 1 alternateProduct to \(Self.yearly) ($.apps[0].retention[1]): APPLIES; message "
+                        + "\(Self.switchMessage) (locale *, fallback match)"), "\(explanation.text)")
+            #expect(lines.last == "decision: 200 " + String(decoding: answered.jsonBytes, as: UTF8.self))
+            // A customer nothing is known about, for a product no entry serves: 404, said so.
+            let none = Explanation.explainRetention(
+                body: try Self.request(service.deployment, customer: "6000000000000009", productId: Self.yearly)
+                    .jsonBytes, bundleId: Self.bundleId, service: service.client.service.snapshot.retention,
+                ledger: nil, now: service.deployment.clock.now, ledgerNote: "none configured")
+            #expect(none.verdict == .notEligible([]))
+            #expect(none.text.contains("facts: none (no server-known state for this subscription"))
+            #expect(
+                none.text.hasSuffix(
+                    "decision: the service answers 404 no_retention_answer: Apple shows the default message"))
+        }
+    }
+
     // MARK: - Limits and retries
 
     @Test(
