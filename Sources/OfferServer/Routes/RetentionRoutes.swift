@@ -59,7 +59,8 @@ struct RetentionRoutes: Sendable {
                 request: verified, key: RetentionKey(verified, now: context.now), retention: retention,
                 context: context, reply: reply)
             if let earlier = try earlierAnswer(pending) {
-                reply.send(earlier, label: "repeated")
+                // A refusal (another request under the identifier, or no entry again) is named by its code.
+                reply.send(earlier, label: (try? earlier.get()) == nil ? nil : "repeated")
                 return
             }
             if let state = try retention.state(for: verified) {
@@ -226,9 +227,11 @@ struct RetentionRoutes: Sendable {
                     context.log.info("retention offer recorded after the deadline; a retry of the request gets it")
                 }
             case .success(.repeated(let previous)):
-                pending.reply.send(
-                    previous.requestHash == pending.key.requestHash
-                        ? .success(.ok(previous.answer)) : .failure(Self.identifierReused), label: "repeated")
+                if previous.requestHash == pending.key.requestHash {
+                    pending.reply.send(.success(.ok(previous.answer)), label: "repeated")
+                } else {
+                    pending.reply.send(.failure(Self.identifierReused))
+                }
             case .success(.refused(let refusal)):
                 context.log.info(
                     "retention offer refused by the ledger; trying the next entry",

@@ -282,6 +282,7 @@ struct RetentionEndpointTests {
             #expect(reused.status == 422)
             #expect(reused.errorCode == .idempotencyKeyReused)
             #expect(reused.errorField == "requestIdentifier")
+            #expect(Self.count(service, answer: "refused", facts: "none") == 1)
         }
     }
 
