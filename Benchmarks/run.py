@@ -509,6 +509,22 @@ def ledger_scenarios(backend: str = "sqlite", name: str = "SQLite") -> list[Scen
     ]
 
 
+# Every scenario key, in the order a run measures them.
+ALL_KEYS = [
+    "livez", "promotional_jws", "promotional_legacy", "promotional_verified", "eligibility",
+    "sqlite_jws", "sqlite_limited", "postgresql_jws", "postgresql_limited", "retention", "retention_half",
+]
+
+
+# Each ledger scenario's req/s over promotional_jws's (no ledger), by its name in the JSON results.
+SHARES = {
+    "sqlite_jws": ("sqliteToNoLedger", "SQLite"),
+    "sqlite_limited": ("limitedToNoLedger", "a limited offer on SQLite"),
+    "postgresql_jws": ("postgresqlToNoLedger", "PostgreSQL"),
+    "postgresql_limited": ("postgresqlLimitedToNoLedger", "a limited offer on PostgreSQL"),
+}
+
+
 def ledger_rows(path: Path) -> int:
     """Signatures in the ledger file, read with Python's own sqlite3 (an independent reader)."""
     import sqlite3
@@ -563,6 +579,31 @@ def request_counts(port: int) -> dict[tuple[str, str], int]:
     ):
         counts[(match.group(1), match.group(2))] = int(match.group(3))
     return counts
+
+
+LEDGER_COMMIT_FIGURES = {
+    "commits": "offer_signer_ledger_commits_total",
+    "records": "offer_signer_ledger_records_total",
+    "microseconds": "offer_signer_ledger_commit_microseconds_total",
+}
+
+
+def ledger_commit_figures(port: int) -> dict[str, float]:
+    """The ledger's group commit counters from GET /metrics (all backends together; a server has one ledger)."""
+    connection = http.client.HTTPConnection(HOST, port, timeout=10)
+    try:
+        connection.request("GET", "/metrics")
+        response = connection.getresponse()
+        text = response.read().decode("utf-8", "replace")
+        if response.status != 200:
+            raise BenchError(f"GET /metrics: status {response.status}")
+    finally:
+        connection.close()
+    figures = {}
+    for key, name in LEDGER_COMMIT_FIGURES.items():
+        values = re.findall(rf"^{name}(?:\{{[^}}]*\}})? (\S+)$", text, re.MULTILINE)
+        figures[key] = sum(float(value) for value in values)
+    return figures
 
 
 def settled_counts(port: int) -> dict:
@@ -647,6 +688,7 @@ def run_wrk(args: argparse.Namespace, port: int, scenario: Scenario, directory: 
     argv.append(f"http://{HOST}:{port}{scenario.path}")
 
     before_counts = settled_counts(port)
+    commits_before = ledger_commit_figures(port)
     cpu_before = server.cpu_seconds()
     threads_before = server.thread_cpu_seconds()
     wall_before = time.monotonic()
@@ -669,6 +711,16 @@ def run_wrk(args: argparse.Namespace, port: int, scenario: Scenario, directory: 
         reverse=True,
     )
     result["serverThreadCores"] = [round(value, 3) for value in per_thread if value >= 0.01]
+
+    # Group commit during the run: transactions, records per transaction and the time each took (flush included).
+    commits_after = ledger_commit_figures(port)
+    commits = commits_after["commits"] - commits_before["commits"]
+    if commits > 0:
+        result["ledgerCommits"] = {
+            "commits": int(commits),
+            "meanGroup": (commits_after["records"] - commits_before["records"]) / commits,
+            "meanCommitMs": (commits_after["microseconds"] - commits_before["microseconds"]) / commits / 1000,
+        }
 
     # Statuses, exactly: wrk counts only >= 400, so the server's own counters are checked too.
     after_counts = request_counts(port)
@@ -896,6 +948,15 @@ def print_table(results: dict, baseline_sign: float) -> None:
             f"{result['label']:<44} {rate:>10.0f} {result['p50Ms']:>8.3f} {result['p99Ms']:>8.3f} "
             f"{rate / livez:>7.3f} {rate / baseline_sign:>9.3f}  {cores:.2f} ({split})"
         )
+    ledger = [result for result in results.values() if "ledgerCommits" in result]
+    if ledger:
+        print("\ngroup commit (from the server's /metrics): transactions, signatures per transaction, time per commit")
+        for result in ledger:
+            figures = result["ledgerCommits"]
+            print(
+                f"  {result['label']:<46} {figures['commits']:>7} commits  {figures['meanGroup']:>5.1f} per group  "
+                f"{figures['meanCommitMs']:>6.2f} ms each"
+            )
     for result in results.values():
         errors = {name: count for name, count in result["socketErrors"].items() if count}
         if errors:
@@ -953,7 +1014,17 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
         default=str(Path(__file__).resolve().parent / "results" / "latest.json"),
         help="where to write the JSON results (default Benchmarks/results/latest.json)",
     )
+    parser.add_argument(
+        "--only",
+        type=lambda text: [key.strip() for key in text.split(",") if key.strip()],
+        help="run only these scenarios, comma-separated keys (" + ", ".join(ALL_KEYS) + "); livez, the baseline, "
+        "always runs, and a ledger's share needs promotional_jws in the same run",
+    )
     args = parser.parse_args(argv)
+    if args.only is not None:
+        unknown = [key for key in args.only if key not in ALL_KEYS]
+        if unknown or not args.only:
+            parser.error(f"--only: unknown scenario {', '.join(unknown) or '(none given)'}; known: {', '.join(ALL_KEYS)}")
     if not 1 <= args.duration <= 3600:
         parser.error("--duration must be 1 to 3600 seconds")
     if not 1 <= args.threads <= 256:
@@ -986,56 +1057,54 @@ def main(argv: list[str]) -> int:
             print(f"openssl speed -seconds {OPENSSL_SECONDS} ecdsap256 ...", flush=True)
             crypto = openssl_speed()
             config_path, ledger_path, signed_transaction = make_deployment(binary, directory)
-            plan = scenarios(signed_transaction)
+            chosen = set(args.only or ALL_KEYS) | {"livez"}
+            plan = [scenario for scenario in scenarios(signed_transaction) if scenario.key in chosen]
             results: dict[str, dict] = {}
             threads, _, server_stderr = serve_and_measure(args, binary, config_path, directory, plan, results)
 
             # The same signatures with a SQLite ledger that records each one before it is answered.
-            ledger_plan = ledger_scenarios()
-            plan += ledger_plan
-            _, counts, ledger_stderr = serve_and_measure(args, binary, ledger_path, directory, ledger_plan, results)
-            server_stderr += ledger_stderr
-            answered = counts.get(("/v1/signatures/promotional-offer", "200"), 0)
-            rows = ledger_rows(directory / "ledger.sqlite")
-            # Every answered signature is recorded; wrk's last requests at each stop may be recorded and never
-            # answered (the client was gone), at most one per connection per endpoint.
-            in_flight = args.connections * len(ledger_plan)
-            if not answered <= rows <= answered + in_flight:
-                raise BenchError(
-                    f"the ledger holds {rows} signatures for {answered} answered with 200 "
-                    f"(expected between {answered} and {answered + in_flight})"
+            recording: dict = {}
+            ledger_plan = [scenario for scenario in ledger_scenarios() if scenario.key in chosen]
+            if ledger_plan:
+                plan += ledger_plan
+                _, counts, ledger_stderr = serve_and_measure(
+                    args, binary, ledger_path, directory, ledger_plan, results
                 )
-            if args.postgres:
+                server_stderr += ledger_stderr
+                answered = counts.get(("/v1/signatures/promotional-offer", "200"), 0)
+                rows = ledger_rows(directory / "ledger.sqlite")
+                # Every answered signature is recorded; wrk's last requests at each stop may be recorded and never
+                # answered (the client was gone), at most one per connection per endpoint.
+                in_flight = args.connections * len(ledger_plan)
+                if not answered <= rows <= answered + in_flight:
+                    raise BenchError(
+                        f"the ledger holds {rows} signatures for {answered} answered with 200 "
+                        f"(expected between {answered} and {answered + in_flight})"
+                    )
+                recording = {"signaturesAnswered": answered, "signaturesInLedger": rows}
+            pg_plan = [scenario for scenario in ledger_scenarios("postgresql", "PostgreSQL") if scenario.key in chosen]
+            if args.postgres and pg_plan:
                 # The same on a PostgreSQL ledger (the database the DSN names; its tables are created at start).
                 pg_config = json.loads(ledger_path.read_text(encoding="utf-8"))
                 pg_config["storage"] = args.postgres
                 pg_path = directory / "offer-signer-postgresql.json"
                 pg_path.write_text(json.dumps(pg_config, indent=2) + "\n", encoding="utf-8")
-                pg_plan = ledger_scenarios("postgresql", "PostgreSQL")
                 plan += pg_plan
                 _, _, pg_stderr = serve_and_measure(args, binary, pg_path, directory, pg_plan, results)
                 server_stderr += pg_stderr
-            recording = {
-                "signaturesAnswered": answered,
-                "signaturesInLedger": rows,
-                "sqliteToNoLedger": results["sqlite_jws"]["requestsPerSecond"]
-                / results["promotional_jws"]["requestsPerSecond"],
-                "limitedToNoLedger": results["sqlite_limited"]["requestsPerSecond"]
-                / results["promotional_jws"]["requestsPerSecond"],
-            }
-            if args.postgres:
-                recording["postgresqlToNoLedger"] = (
-                    results["postgresql_jws"]["requestsPerSecond"] / results["promotional_jws"]["requestsPerSecond"]
-                )
-                recording["postgresqlLimitedToNoLedger"] = (
-                    results["postgresql_limited"]["requestsPerSecond"]
-                    / results["promotional_jws"]["requestsPerSecond"]
-                )
+            # What recording costs: each ledger scenario's req/s as a share of the same signatures unrecorded.
+            for key, (name, _) in SHARES.items():
+                if key in results and "promotional_jws" in results:
+                    recording[name] = (
+                        results[key]["requestsPerSecond"] / results["promotional_jws"]["requestsPerSecond"]
+                    )
             # Retention Messaging on the customer's server-known state, at its peak and at half of it.
-            retention_plan, retention, retention_stderr = measure_retention(
-                args, binary, directory, ledger_path, results)
-            plan += retention_plan
-            server_stderr += retention_stderr
+            retention: dict = {}
+            if chosen & {"retention", "retention_half"}:
+                retention_plan, retention, retention_stderr = measure_retention(
+                    args, binary, directory, ledger_path, results)
+                plan += retention_plan
+                server_stderr += retention_stderr
     except BenchError as error:
         print(f"error: {error}", file=sys.stderr)
         return 1
@@ -1049,25 +1118,27 @@ def main(argv: list[str]) -> int:
 
     print()
     print_table(results, sign_rate)
-    print(
-        f"\nledger: {recording['signaturesInLedger']} signatures in the SQLite file for {recording['signaturesAnswered']} "
-        f"answered (wrk's last requests may be recorded unanswered); recording every signature runs at {recording['sqliteToNoLedger']:.2f} of the throughput "
-        f"without a ledger, a limited offer at {recording['limitedToNoLedger']:.2f}"
-        + (
-            f"; on PostgreSQL {recording['postgresqlToNoLedger']:.2f} and {recording['postgresqlLimitedToNoLedger']:.2f}"
-            if "postgresqlToNoLedger" in recording
-            else ""
+    if "signaturesInLedger" in recording:
+        print(
+            f"\nledger: {recording['signaturesInLedger']} signatures in the SQLite file for "
+            f"{recording['signaturesAnswered']} answered (wrk's last requests may be recorded unanswered)"
         )
-    )
-    half = retention["halfLoad"]
-    print(
-        f"\nretention (server-known state): {retention['peakRequestsPerSecond']:.0f} req/s at peak, p50 "
-        f"{retention['p50Ms']:.2f} ms, p99 {retention['p99Ms']:.2f} ms; at half load "
-        f"({half['achievedRequestsPerSecond']:.0f} req/s) p50 {half['p50Ms']:.2f} ms, p99 {half['p99Ms']:.2f} ms "
-        f"(target < {RETENTION_P99_TARGET_MS:.0f} ms: {'met' if retention['p99TargetMet'] else 'NOT MET'})"
-        + (f"; {retention['repeatedAnswers']} repeated answers (the prepared requests ran out)"
-           if retention["repeatedAnswers"] else "")
-    )
+    shares = [(name, label) for name, label in SHARES.values() if name in recording]
+    if shares:
+        print(
+            "recording every signature runs at this share of the throughput without a ledger: "
+            + ", ".join(f"{label} {recording[name]:.2f}" for name, label in shares)
+        )
+    if retention:
+        half = retention["halfLoad"]
+        print(
+            f"\nretention (server-known state): {retention['peakRequestsPerSecond']:.0f} req/s at peak, p50 "
+            f"{retention['p50Ms']:.2f} ms, p99 {retention['p99Ms']:.2f} ms; at half load "
+            f"({half['achievedRequestsPerSecond']:.0f} req/s) p50 {half['p50Ms']:.2f} ms, p99 {half['p99Ms']:.2f} ms "
+            f"(target < {RETENTION_P99_TARGET_MS:.0f} ms: {'met' if retention['p99TargetMet'] else 'NOT MET'})"
+            + (f"; {retention['repeatedAnswers']} repeated answers (the prepared requests ran out)"
+               if retention["repeatedAnswers"] else "")
+        )
     if server_stderr.strip():
         print(f"\nserver stderr:\n{server_stderr.strip()[-2000:]}")
 
@@ -1082,6 +1153,7 @@ def main(argv: list[str]) -> int:
             "threads": args.threads,
             "keepAlive": True,
             "serverThreads": threads,
+            "scenarios": [key for key in ALL_KEYS if key in results],
         },
         "baselines": {"openssl": crypto, "livezRequestsPerSecond": livez},
         "endpoints": results,

@@ -6,7 +6,7 @@ public struct IntroductoryOfferEligibilitySignature: WireMessage {
     public var keyId: String
     /// The compact JWS to pass to StoreKit as is.
     public var compactJWS: String
-    /// The JWS's nonce, a lowercase UUID v4.
+    /// The JWS's nonce, a lowercase UUID (version 7, time-ordered).
     public var nonce: String
     /// The JWS's `iat`, Unix time in seconds.
     public var issuedAt: Int64

@@ -12,7 +12,7 @@ public enum PromotionalOfferSignature: WireMessage {
         public var keyId: String
         /// The compact JWS to pass to StoreKit as is.
         public var compactJWS: String
-        /// The JWS's nonce, a lowercase UUID v4.
+        /// The JWS's nonce, a lowercase UUID (version 7, time-ordered).
         public var nonce: String
         /// The JWS's `iat`, Unix time in seconds.
         public var issuedAt: Int64
@@ -29,7 +29,7 @@ public enum PromotionalOfferSignature: WireMessage {
     public struct Legacy: Sendable, Equatable {
         /// The App Store Connect key ID that signed.
         public var keyId: String
-        /// The signed nonce, a lowercase UUID v4.
+        /// The signed nonce, a lowercase UUID (version 7, time-ordered).
         public var nonce: String
         /// Unix time in milliseconds, as signed.
         public var timestamp: Int64

@@ -9,10 +9,22 @@ public enum SecureRandom {
         return out
     }
 
-    /// A random RFC 4122 version 4 UUID in lowercase canonical form.
+    /// A random RFC 4122 version 4 UUID in lowercase canonical form (what Apple uses for a notification's UUID).
     public static func uuidV4() -> String {
         var raw = bytes(16)
         raw[6] = (raw[6] & 0x0F) | 0x40
+        raw[8] = (raw[8] & 0x3F) | 0x80
+        return formatUUID(raw)
+    }
+
+    /// A random RFC 9562 version 7 UUID in lowercase canonical form: `milliseconds` (Unix time) in its first 48
+    /// bits, then 74 random bits: unique without coordination like a random (version 4) UUID, and in time order,
+    /// so an index of them (the ledger's, on nonces) grows at its end instead of changing pages all over it.
+    public static func uuidV7(milliseconds: Int64) -> String {
+        var raw = bytes(16)
+        let time = UInt64(clamping: milliseconds) & 0xFFFF_FFFF_FFFF
+        for index in 0..<6 { raw[index] = UInt8(truncatingIfNeeded: time >> (40 - 8 * UInt64(index))) }
+        raw[6] = (raw[6] & 0x0F) | 0x70
         raw[8] = (raw[8] & 0x3F) | 0x80
         return formatUUID(raw)
     }

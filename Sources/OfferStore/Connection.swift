@@ -53,6 +53,9 @@ final class Connection: @unchecked Sendable {
     /// Rows the last INSERT, UPDATE or DELETE changed.
     var changes: Int { Int(sqlite3_changes(handle)) }
 
+    /// Rows every INSERT, UPDATE and DELETE on this connection changed since it opened.
+    var totalChanges: Int64 { sqlite3_total_changes64(handle) }
+
     /// The first column of the one row `sql` returns, as an integer.
     func scalar(_ sql: String, _ values: [Value]) throws(LedgerError) -> Int64 {
         let statement = try prepare(sql, values)

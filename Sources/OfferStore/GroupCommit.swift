@@ -14,6 +14,16 @@ final class GroupCommit: Sendable {
         let completion: @Sendable (Result<LedgerOutcome, LedgerError>) -> Void
     }
 
+    /// What committing a group in one transaction came to. Backends commit without a savepoint per record (they
+    /// cost more than the records); should a record fail, the group's transaction is rolled back and each record is
+    /// committed in a transaction of its own, so one failed record does not take the others with it.
+    enum Attempt {
+        /// Committed: one result per record, in order.
+        case committed([Result<LedgerOutcome, LedgerError>])
+        /// A record failed, and the transaction with it (rolled back: nothing of the group is recorded).
+        case recordFailed(LedgerError)
+    }
+
     private struct Waiting {
         var records: [Pending] = []
         var writing = false

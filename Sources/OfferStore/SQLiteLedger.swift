@@ -5,9 +5,10 @@ import Synchronization
 /// The ledger in a SQLite file: WAL journal, `synchronous=FULL` so a signature that was answered is on disk, and
 /// one connection serialised behind a mutex (SQLite allows one writer). Records are committed in groups: a
 /// writer takes every record waiting and commits them in one transaction, so one disk flush serves as many
-/// signatures as arrived meanwhile, each admitted on the counts of those before it (a savepoint each, so one
-/// failed record does not take the others with it). The file is created 0600 in folders created 0700
-/// (`LedgerFile`), and its schema is brought up to date at open (`LedgerSchema`).
+/// signatures as arrived meanwhile, each admitted on the counts of those before it (should one record fail, the
+/// group is committed again one record per transaction, so it does not take the others with it). The file is
+/// created 0600 in folders created 0700 (`LedgerFile`), and its schema is brought up to date at open
+/// (`LedgerSchema`).
 public final class SQLiteLedger: Ledger {
     private let connection: Mutex<Connection>
     /// A second connection for reads (counts for the listing and `explain`, look-ups, health), so they never wait
@@ -15,6 +16,19 @@ public final class SQLiteLedger: Ledger {
     /// private in-memory database has no second connection: reads share the writer's.
     private let reader: Mutex<Connection?>
     private let writer: GroupCommit
+    /// The offers' places the writer counted (`GroupCounts`), kept from one group to the next, so that an offer's
+    /// places are counted in full once and then only corrected, however many signatures it holds. Used under
+    /// `connection`'s lock, by the writer only.
+    private let kept = Mutex(KeptCounts())
+
+    /// Counts kept after a group, true while nothing else changed the file since: another connection's commit
+    /// (another process) moves `PRAGMA data_version`, and a write of this connection outside the group commit (a
+    /// redemption, a release, `forget`) moves its count of changed rows.
+    private struct KeptCounts {
+        var counts = GroupCounts()
+        var dataVersion: Int64 = -1
+        var changes: Int64 = -1
+    }
 
     /// How long a statement waits for another process's lock on the file before it fails with kind `timeout`.
     static let busyTimeoutMilliseconds: Int32 = 5000
@@ -94,7 +108,8 @@ public final class SQLiteLedger: Ledger {
         try read { (connection) throws(LedgerError) -> OfferUsage in
             // A read transaction, so the four counts come from one snapshot.
             try connection.transaction("BEGIN") { () throws(LedgerError) -> OfferUsage in
-                try Self.usage(connection, key)
+                var counts = GroupCounts()
+                return try Self.usage(connection, key, &counts)
             }
         }
     }
@@ -106,37 +121,80 @@ public final class SQLiteLedger: Ledger {
         writer.record(signature, admit: admit, completion: completion) { [self] group in commit(group) }
     }
 
-    /// One transaction for the whole group; each record in its own savepoint. Until COMMIT returns, no
-    /// completion is called: a failed commit fails every record of the group.
+    /// One transaction for the whole group (`commitTogether`); should a record fail, each record again in a
+    /// transaction of its own (`GroupCommit.Attempt`). Until COMMIT returns, no completion is called: a failed commit
+    /// fails every record of the group.
     private func commit(_ group: [GroupCommit.Pending]) -> [Result<LedgerOutcome, LedgerError>] {
         connection.withLock { (connection: inout Connection) -> [Result<LedgerOutcome, LedgerError>] in
-            do throws(LedgerError) {
-                return try connection.transaction { () throws(LedgerError) -> [Result<LedgerOutcome, LedgerError>] in
-                    var results: [Result<LedgerOutcome, LedgerError>] = []
-                    results.reserveCapacity(group.count)
-                    for pending in group {
-                        try connection.run("SAVEPOINT record", [])
-                        do throws(LedgerError) {
-                            results.append(.success(try Self.record(connection, pending)))
-                            try connection.run("RELEASE record", [])
-                        } catch {
-                            // A fault of the store (full, locked, unreadable) stops the records after this one too.
-                            if error.isStoreFault { throw error }
-                            try connection.run("ROLLBACK TO record", [])
-                            try connection.run("RELEASE record", [])
-                            results.append(.failure(error))
-                        }
+            kept.withLock { (kept: inout KeptCounts) -> [Result<LedgerOutcome, LedgerError>] in
+                do throws(LedgerError) {
+                    switch try Self.commitTogether(connection, group, &kept) {
+                    case .committed(let results): return results
+                    case .recordFailed(let error) where group.count == 1 || error.isStoreFault:
+                        // A fault of the store (full, locked, unreadable) fails every record: one by one would not
+                        // fare better.
+                        return Array(repeating: .failure(error), count: group.count)
+                    case .recordFailed: break
                     }
-                    return results
+                } catch {
+                    return Array(repeating: .failure(error), count: group.count)
                 }
-            } catch {
-                return Array(repeating: .failure(error), count: group.count)
+                return group.map { pending in
+                    do throws(LedgerError) {
+                        switch try Self.commitTogether(connection, [pending], &kept) {
+                        case .committed(let results): return results[0]
+                        case .recordFailed(let error): return .failure(error)
+                        }
+                    } catch {
+                        return .failure(error)
+                    }
+                }
             }
         }
     }
 
+    /// Commits `group` in one transaction, each record admitted on the counts of those before it (`GroupCounts`
+    /// keeps the offers' places and totals across the group, and `kept` from one group to the next); throws when the
+    /// transaction itself failed (BEGIN, COMMIT).
+    private static func commitTogether(
+        _ connection: Connection, _ group: [GroupCommit.Pending], _ kept: inout KeptCounts
+    ) throws(LedgerError) -> GroupCommit.Attempt {
+        var failure: LedgerError?
+        var counts = GroupCounts()
+        do throws(LedgerError) {
+            let attempt = try connection.transaction { () throws(LedgerError) -> GroupCommit.Attempt in
+                // Read under the write lock: no other connection can commit until this transaction ends.
+                let dataVersion = try connection.scalar(Query.dataVersion, [])
+                if dataVersion == kept.dataVersion && connection.totalChanges == kept.changes { counts = kept.counts }
+                kept.dataVersion = dataVersion
+                var results: [Result<LedgerOutcome, LedgerError>] = []
+                results.reserveCapacity(group.count)
+                do throws(LedgerError) {
+                    for pending in group { results.append(.success(try record(connection, pending, &counts))) }
+                    for total in counts.takeTotals() {
+                        try connection.run(
+                            Query.addToTotal,
+                            [.text(total.offer.app), .text(total.offer.offerId), .integer(Int64(total.issued))])
+                    }
+                } catch {
+                    // Thrown on, so the transaction rolls back.
+                    failure = error
+                    throw error
+                }
+                return .committed(results)
+            }
+            kept.counts = counts
+            kept.changes = connection.totalChanges
+            return attempt
+        } catch {
+            kept = KeptCounts()
+            if let failure { return .recordFailed(failure) }
+            throw error
+        }
+    }
+
     private static func record(
-        _ connection: Connection, _ pending: GroupCommit.Pending
+        _ connection: Connection, _ pending: GroupCommit.Pending, _ counts: inout GroupCounts
     ) throws(LedgerError) -> LedgerOutcome {
         let signature = pending.signature
         if let idempotency = signature.idempotency {
@@ -150,7 +208,7 @@ public final class SQLiteLedger: Ledger {
         }
         var usage = OfferUsage.none
         if let admit = pending.admit {
-            usage = try Self.usage(connection, signature.usageKey)
+            usage = try Self.usage(connection, signature.usageKey, &counts)
             guard admit(usage) else { return LedgerOutcome(recorded: false, usage: usage) }
         }
         try connection.run(
@@ -164,7 +222,7 @@ public final class SQLiteLedger: Ledger {
                 signature.idempotency.map { .text($0.requestHash) } ?? .null,
                 signature.idempotency.map { .blob($0.answer) } ?? .null,
             ])
-        try connection.run(Query.addToTotal, [.text(signature.storedApp), .text(signature.offerId)])
+        counts.recorded(signature)
         return LedgerOutcome(recorded: true, usage: usage)
     }
 
@@ -281,7 +339,10 @@ public final class SQLiteLedger: Ledger {
         }
     }
 
-    private static func usage(_ connection: Connection, _ key: UsageKey) throws(LedgerError) -> OfferUsage {
+    /// The counts for `key`; the offer's places are counted in full only the first time in a group (`counts`).
+    private static func usage(
+        _ connection: Connection, _ key: UsageKey, _ counts: inout GroupCounts
+    ) throws(LedgerError) -> OfferUsage {
         let app = key.storedApp
         let offer: [Connection.Value] = [.text(app), .text(key.offerId)]
         var offerReset: Int64 = 0
@@ -297,8 +358,16 @@ public final class SQLiteLedger: Ledger {
                 customerReset = Int64(row[2] ?? "") ?? 0
             }
         }
-        usage.offerReservations = Int(
-            try connection.scalar(Query.offerReservations, offer + [.integer(max(key.reservationStart, offerReset))]))
+        let after = max(key.reservationStart, offerReset)
+        let group = GroupCounts.Offer(app: app, offerId: key.offerId)
+        if let known = counts.places(of: group) {
+            usage.offerReservations = try GroupCounts.correct(known, to: after) { (low, high) throws(LedgerError) in
+                Int(try connection.scalar(Query.offerReservationsBetween, offer + [.integer(low), .integer(high)]))
+            }
+        } else {
+            usage.offerReservations = Int(try connection.scalar(Query.offerReservations, offer + [.integer(after)]))
+        }
+        counts.remember(GroupCounts.Places(after: after, count: usage.offerReservations), of: group)
         usage.offerRedemptions = Int(try connection.scalar(Query.offerRedemptions, offer) - redeemedBase)
         guard let customerKey = key.customerKey else { return usage }
         let customer = offer + [.text(customerKey)]
@@ -391,6 +460,13 @@ public final class SQLiteLedger: Ledger {
             SELECT count(*) FROM issued_signatures
             WHERE bundle_id = ?1 AND offer_id = ?2 AND issued_at_ms > ?3 AND redeemed_at_ms IS NULL
             """
+        /// Partial index `issued_reservations`: the offer's unredeemed signatures issued after ?3 and by ?4 (how a
+        /// group corrects the places it counted for an earlier record, `GroupCounts`).
+        static let offerReservationsBetween = """
+            SELECT count(*) FROM issued_signatures
+            WHERE bundle_id = ?1 AND offer_id = ?2 AND issued_at_ms > ?3 AND issued_at_ms <= ?4
+                AND redeemed_at_ms IS NULL
+            """
         /// One row read in `offer_totals` by its primary key.
         static let offerRedemptions =
             "SELECT coalesce(sum(redeemed), 0) FROM offer_totals WHERE bundle_id = ?1 AND offer_id = ?2"
@@ -411,9 +487,11 @@ public final class SQLiteLedger: Ledger {
             WHERE bundle_id = ?1 AND customer_key = ?2 AND issued_at_ms > ?3 AND format <> 'introductory'
             """
         static let counts = [
-            allowances, offerReservations, offerRedemptions, customerSignatures, customerRedemptions,
-            customerSignaturesLastDay,
+            allowances, offerReservations, offerReservationsBetween, offerRedemptions, customerSignatures,
+            customerRedemptions, customerSignaturesLastDay,
         ]
+        /// Moves when another connection commits (`KeptCounts`).
+        static let dataVersion = "PRAGMA data_version"
 
         static let selectRun =
             "SELECT offer_id, purchase_ms FROM subscription_runs WHERE bundle_id = ?1 AND original_transaction_id = ?2"
@@ -488,9 +566,10 @@ public final class SQLiteLedger: Ledger {
             "DELETE FROM allowances WHERE customer_key = ?1",
             "UPDATE ledger_actions SET customer_key = NULL WHERE customer_key = ?1",
         ]
+        /// Adds a group's ?3 signatures of an offer to its total.
         static let addToTotal = """
-            INSERT INTO offer_totals (bundle_id, offer_id, issued) VALUES (?1, ?2, 1)
-            ON CONFLICT (bundle_id, offer_id) DO UPDATE SET issued = issued + 1
+            INSERT INTO offer_totals (bundle_id, offer_id, issued) VALUES (?1, ?2, ?3)
+            ON CONFLICT (bundle_id, offer_id) DO UPDATE SET issued = issued + excluded.issued
             """
         static let subtractFromTotal = """
             UPDATE offer_totals SET issued = issued - 1
@@ -537,7 +616,8 @@ extension SQLiteLedger {
         let subject: [Connection.Value] = [.text(key.storedApp), .text(offerId), .text(customerKey ?? "")]
         return try connection.withLock { (connection: inout Connection) throws(LedgerError) -> Int in
             try connection.transaction { () throws(LedgerError) -> Int in
-                let before = try Self.usage(connection, key)
+                var counts = GroupCounts()
+                let before = try Self.usage(connection, key, &counts)
                 let freed: Int
                 if customerKey != nil {
                     freed = before.customerSignatures + before.customerRedemptions

@@ -23,7 +23,7 @@ public final class TestNonces: Sendable {
         state = Mutex(State(counter: start))
     }
 
-    /// `nonce` for every signature (a lowercase UUID v4 is what the service would make).
+    /// `nonce` for every signature (a lowercase UUID, as the service would make).
     public static func fixed(_ nonce: String) -> TestNonces { TestNonces(mode: .fixed(nonce), start: 0) }
 
     /// `sequence(from: n)` gives `uuid(n)`, then `uuid(n + 1)`, ...

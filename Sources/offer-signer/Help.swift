@@ -107,7 +107,7 @@ enum Help {
               [--app-account-token UUID]
 
         Signs one offer offline and prints the same JSON the HTTP API returns, so ops can check a key.
-        Nonce (lowercase UUID v4) and time are fresh each run.
+        Nonce (lowercase UUID v7) and time are fresh each run.
         """
 
     static let explain = """

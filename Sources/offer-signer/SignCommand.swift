@@ -8,7 +8,7 @@ enum SignCommand {
     static func run(_ kind: String, _ arguments: ArraySlice<String>) throws -> Int32 {
         let common: Set<String> = ["key", "key-id", "bundle-id", "product-id"]
         let now = SystemClock.nowMilliseconds()
-        let nonce = SecureRandom.uuidV4()
+        let nonce = SecureRandom.uuidV7(milliseconds: now)
         var writer = JSONWriter()
         writer.beginObject()
         switch kind {

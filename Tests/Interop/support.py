@@ -46,8 +46,8 @@ OFFER_WINBACK = "interop_winback"
 PROMO_PATH = "/v1/signatures/promotional-offer"
 LEGACY_SEPARATOR = "\u2063"
 
-# Canonical lowercase UUID v4: version nibble 4, variant 8/9/a/b.
-UUID_V4_LOWER = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$")
+# Canonical lowercase UUID v7 (the service's nonces: time-ordered): version nibble 7, variant 8/9/a/b.
+UUID_V7_LOWER = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$")
 
 LISTENING = re.compile(r"^offer-signer listening on http://127\.0\.0\.1:(\d+)$")
 
@@ -425,8 +425,8 @@ def decode_standard_b64(text: str) -> bytes:
     return raw
 
 
-def is_uuid_v4_lower(text) -> bool:
-    return isinstance(text, str) and UUID_V4_LOWER.match(text) is not None
+def is_uuid_v7_lower(text) -> bool:
+    return isinstance(text, str) and UUID_V7_LOWER.match(text) is not None
 
 
 # MARK: - Raw sockets

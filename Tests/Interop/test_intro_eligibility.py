@@ -19,7 +19,7 @@ from support import (
     ISSUER_ID,
     PRODUCT_MONTHLY,
     flip_payload_byte,
-    is_uuid_v4_lower,
+    is_uuid_v7_lower,
     jws_parts,
     jws_verifies,
     run_cli,
@@ -61,7 +61,7 @@ def test_matches_apple_creator(signing_key, allow):
     assert "exp" not in raw_claims
     assert type(raw_claims["iat"]) is int and abs(raw_claims["iat"] - time.time()) <= 10
     assert raw_claims["iat"] == body["issuedAt"]
-    assert is_uuid_v4_lower(raw_claims["nonce"]) and raw_claims["nonce"] == body["nonce"]
+    assert is_uuid_v7_lower(raw_claims["nonce"]) and raw_claims["nonce"] == body["nonce"]
 
     reference = IntroductoryOfferEligibilitySignatureCreator(
         signing_key=signing_key.pem, key_id=signing_key.key_id, issuer_id=ISSUER_ID, bundle_id=BUNDLE_ID,

@@ -23,7 +23,7 @@ from support import (
     apple_legacy_payload,
     decode_standard_b64,
     der_signature_verifies,
-    is_uuid_v4_lower,
+    is_uuid_v7_lower,
     run_cli,
 )
 
@@ -42,7 +42,7 @@ def check_legacy_body(body: dict, key, token_sent: str | None) -> bytes:
     assert set(body) == expected
     assert body["format"] == "legacy"
     assert body["keyId"] == key.key_id
-    assert is_uuid_v4_lower(body["nonce"]), body["nonce"]
+    assert is_uuid_v7_lower(body["nonce"]), body["nonce"]
     timestamp = body["timestamp"]
     assert type(timestamp) is int, f"timestamp must be an integer, got {timestamp!r}"
     assert abs(timestamp - time.time() * 1000) <= 10_000, f"timestamp {timestamp} is not now in milliseconds"

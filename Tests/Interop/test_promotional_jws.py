@@ -21,7 +21,7 @@ from support import (
     PRODUCT_MONTHLY,
     PRODUCT_YEARLY,
     flip_payload_byte,
-    is_uuid_v4_lower,
+    is_uuid_v7_lower,
     jws_parts,
     jws_verifies,
     run_cli,
@@ -69,7 +69,7 @@ def test_response_shape(signed, signing_key):
     assert set(body) == {"format", "keyId", "compactJWS", "nonce", "issuedAt"}
     assert body["format"] == "jws"
     assert body["keyId"] == signing_key.key_id
-    assert is_uuid_v4_lower(body["nonce"]), body["nonce"]
+    assert is_uuid_v7_lower(body["nonce"]), body["nonce"]
     assert_fresh_iat(body["issuedAt"])
 
 
@@ -107,7 +107,7 @@ def test_claims_details(signed):
     assert claims["aud"] == AUDIENCE and isinstance(claims["aud"], str)
     assert_fresh_iat(claims["iat"])
     assert claims["iat"] == body["issuedAt"]
-    assert is_uuid_v4_lower(claims["nonce"])
+    assert is_uuid_v7_lower(claims["nonce"])
     assert claims["nonce"] == body["nonce"]
 
 
@@ -142,7 +142,7 @@ def test_nonces_unique(server, signing_key):
         body = response.json()
         _, claims, _ = jws_parts(body["compactJWS"])
         assert claims["nonce"] == body["nonce"]
-        assert is_uuid_v4_lower(body["nonce"]), body["nonce"]
+        assert is_uuid_v7_lower(body["nonce"]), body["nonce"]
         nonces.append(body["nonce"])
     assert len(set(nonces)) == 50
 
@@ -180,7 +180,7 @@ def test_cli_with_transaction_id_matches_apple(signing_key):
     token = body["compactJWS"]
     claims = jwt.decode(token, signing_key.public_key, algorithms=["ES256"], audience=AUDIENCE)
     assert claims["transactionId"] == "123" and isinstance(claims["transactionId"], str)
-    assert claims["nonce"] == body["nonce"] and is_uuid_v4_lower(body["nonce"])
+    assert claims["nonce"] == body["nonce"] and is_uuid_v7_lower(body["nonce"])
     assert claims["iat"] == body["issuedAt"]
     assert_fresh_iat(claims["iat"])
     assert "exp" not in claims

@@ -96,7 +96,8 @@ struct OfferSignaturesTests {
         let key = try testKey()
         let offer = LegacyPromotionalOffer(
             bundleId: "com.example", keyId: "ABC123DEF4", productId: "p", offerId: "o",
-            appAccountToken: "2A3B0B6E-3C2B-4E07-9A0C-5D8F6D7A1B2C", nonce: SecureRandom.uuidV4(), timestamp: 1)
+            appAccountToken: "2A3B0B6E-3C2B-4E07-9A0C-5D8F6D7A1B2C", nonce: SecureRandom.uuidV7(milliseconds: 1),
+            timestamp: 1)
         let text = try OfferSignatures.legacySignature(offer, key: key)
         let der = try #require(Base64.decode(text))
         #expect((68...72).contains(der.count))

@@ -135,20 +135,44 @@ struct SigningKeyTests {
         #expect(throws: CryptoError.self) { _ = try PrivateKeyFile.load(path: directory) }
     }
 
-    @Test("nonces are lowercase version 4 UUIDs and do not repeat")
-    func nonces() {
+    @Test("random UUIDs are lowercase version 4 UUIDs and do not repeat")
+    func randomUUIDs() {
         var seen = Set<String>()
         for _ in 0..<1000 {
-            let nonce = SecureRandom.uuidV4()
+            let uuid = SecureRandom.uuidV4()
+            #expect(uuid.count == 36)
+            #expect(uuid == uuid.lowercased())
+            let characters = Array(uuid)
+            #expect(characters[14] == "4")
+            #expect("89ab".contains(characters[19]))
+            #expect(UUID(uuidString: uuid) != nil)
+            seen.insert(uuid)
+        }
+        #expect(seen.count == 1000)
+    }
+
+    @Test("time-ordered nonces are lowercase version 7 UUIDs: the time in front, in order, and they do not repeat")
+    func timeOrderedNonces() {
+        var seen = Set<String>()
+        var previous = ""
+        for milliseconds in stride(from: Int64(1_800_000_000_000), to: 1_800_000_001_000, by: 1) {
+            let nonce = SecureRandom.uuidV7(milliseconds: milliseconds)
             #expect(nonce.count == 36)
             #expect(nonce == nonce.lowercased())
             let characters = Array(nonce)
-            #expect(characters[14] == "4")
+            #expect(characters[14] == "7")
             #expect("89ab".contains(characters[19]))
             #expect(UUID(uuidString: nonce) != nil)
+            let time = String(characters[0..<8]) + String(characters[9..<13])
+            #expect(Int64(time, radix: 16) == milliseconds)
+            #expect(nonce > previous)
+            previous = nonce
             seen.insert(nonce)
         }
         #expect(seen.count == 1000)
+        // The same millisecond: still unique, by its 74 random bits.
+        let same = Set((0..<1000).map { _ in SecureRandom.uuidV7(milliseconds: 1_800_000_000_000) })
+        #expect(same.count == 1000)
     }
 
     @Test("SHA-256 matches the standard test vector")

@@ -294,6 +294,68 @@ struct LedgerTests {
         #expect(try Self.reserve(next, limits, in: ledger))
     }
 
+    /// A group of records, each with its moment and TTL, and what each must see and get under a total of 3 and of
+    /// 10. Each moment (and TTL) moves the start of the record's places window forward or back, so each count
+    /// differs from the one before by more than the group's own records.
+    static let group: [(nonce: String, at: Int64, ttl: Int64, total3: (Int, Bool), total10: (Int, Bool))] = [
+        ("g1", now, 10_000, (2, true), (2, true)),  // held-1, held-2
+        ("g2", now + 1_500, 10_000, (2, true), (2, true)),  // held-2, g1 (held-1 expired)
+        ("g3", now + 500, 10_000, (4, false), (4, true)),  // held-1 again, held-2, g1, g2
+        ("g4", now + 9_000, 10_000, (2, true), (3, true)),  // g1, g2 (g3): both held places expired
+        ("g5", now + 9_000, 20_000, (5, false), (6, true)),  // a longer TTL: held-1, held-2, g1, g2 (g3), g4
+        ("g6", now + 9_001, 10_000, (3, false), (5, true)),  // g1, g2 (g3), g4 (g5)
+    ]
+
+    @Test(
+        "records committed in one group are counted as if one by one, whatever their moments and TTLs",
+        arguments: Kind.allCases, [3, 10])
+    func oneGroupCountsExactly(kind: Kind, total: Int) throws {
+        let ledger = try make(kind)
+        // Held places: one expiring 1 s after `now`, one 8 s after.
+        for (nonce, at) in [("held-1", Self.now - 9_000), ("held-2", Self.now - 2_000)] {
+            var signature = Self.signature(nil, nonce: nonce, at: at)
+            signature.signatureTTL = 10_000
+            try Self.add(signature, to: ledger)
+        }
+        let limits = OfferLimits(total: total)
+        // The writer is held on another offer's record until the whole group waits, so it commits the group
+        // together (the memory ledger records in the caller's thread and is not held).
+        let (held, release) = (DispatchSemaphore(value: 0), DispatchSemaphore(value: 0))
+        let done = DispatchGroup()
+        let outcomes = Mutex<[String: LedgerOutcome]>([:])
+        if kind != .memory {
+            done.enter()
+            ledger.record(Self.signature(nil, offer: "o2", nonce: "first")) { _ in
+                held.signal()
+                release.wait()
+                return true
+            } completion: { _ in
+                done.leave()
+            }
+            held.wait()
+        }
+        for entry in Self.group {
+            var signature = Self.signature(nil, nonce: entry.nonce, at: entry.at)
+            signature.signatureTTL = entry.ttl
+            done.enter()
+            ledger.record(signature, admit: { LimitPolicy.allows(limits, usage: $0, customerKey: nil) }) { result in
+                if case .success(let outcome) = result { outcomes.withLock { $0[entry.nonce] = outcome } }
+                done.leave()
+            }
+        }
+        release.signal()
+        done.wait()
+        let recorded = outcomes.withLock { $0 }
+        for entry in Self.group {
+            let (places, admitted) = total == 3 ? entry.total3 : entry.total10
+            #expect(recorded[entry.nonce]?.recorded == admitted, "\(entry.nonce)")
+            #expect(recorded[entry.nonce]?.usage.offerReservations == places, "\(entry.nonce)")
+        }
+        if let statistics = ledger.commitStatistics { #expect(statistics.largestGroup == Self.group.count) }
+        let admitted = Self.group.count { (total == 3 ? $0.total3 : $0.total10).1 }
+        #expect(try ledger.offerTotals().first { $0.offerId == "o1" }?.issued == 2 + admitted)
+    }
+
     @Test("Sandbox signatures and redemptions are counted apart from Production's", arguments: Kind.allCases)
     func sandboxNamespace(kind: Kind) throws {
         let ledger = try make(kind)
@@ -612,6 +674,35 @@ struct SQLiteLedgerFileTests {
         #expect(try ledgers[0].usage(LedgerTests.key(nil)).offerReservations == 60)
     }
 
+    @Test(
+        "places kept from one group to the next follow what changed in between: another process, a release, a redemption"
+    )
+    func keptPlaces() throws {
+        let path = scratch.file("ledger.sqlite")
+        let (ledger, other) = (try SQLiteLedger(path: path), try SQLiteLedger(path: path))
+        let limits = OfferLimits(total: 100)
+        func places(_ nonce: String, customer: String? = nil) throws -> Int {
+            let outcome = try ledger.record(LedgerTests.signature(customer, nonce: nonce)) {
+                LimitPolicy.allows(limits, usage: $0, customerKey: customer)
+            }
+            #expect(outcome.recorded)
+            return outcome.usage.offerReservations
+        }
+        #expect(try places("n1", customer: "a") == 0)
+        #expect(try places("n2") == 1)
+        // Another connection (another process) records: this writer counts again.
+        for index in 1...3 { try LedgerTests.add(LedgerTests.signature(nil, nonce: "elsewhere-\(index)"), to: other) }
+        #expect(try places("n3") == 5)
+        // This connection writes outside the group commit: a release, then a redemption that frees n1's place.
+        try ledger.release(nonce: "n2")
+        #expect(try places("n4") == 5)
+        #expect(
+            try ledger.observe(LedgerTests.transaction("t1", customer: "a", offer: "o1", at: LedgerTests.now))
+                == .redeemed(nonce: "n1"))
+        #expect(try places("n5") == 5)
+        #expect(try ledger.usage(LedgerTests.key(nil)).offerReservations == 6)
+    }
+
     @Test("redemptions are counted per customer and offer from their own table")
     func redemptions() throws {
         let path = scratch.file("ledger.sqlite")
@@ -634,6 +725,7 @@ struct SQLiteLedgerFileTests {
     static let plans = [
         (SQLiteLedger.Query.allowances, 3, "USING PRIMARY KEY "),
         (SQLiteLedger.Query.offerReservations, 3, "USING COVERING INDEX issued_reservations "),
+        (SQLiteLedger.Query.offerReservationsBetween, 4, "USING COVERING INDEX issued_reservations "),
         (SQLiteLedger.Query.offerRedemptions, 2, "USING INDEX sqlite_autoindex_offer_totals_1 "),
         (SQLiteLedger.Query.customerSignatures, 4, "USING COVERING INDEX issued_by_customer "),
         (SQLiteLedger.Query.customerRedemptions, 4, "USING INDEX redemptions_by_customer "),

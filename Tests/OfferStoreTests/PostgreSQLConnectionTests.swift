@@ -184,6 +184,12 @@ struct PostgreSQLConnectionTests {
         #expect(try connection.rows(setting) == [["5s"]])
     }
 
+    @Test("prepared statements keep one plan per connection instead of being planned again on every run")
+    func genericPlans() throws {
+        let setting = PostgreSQLStatement("plan_mode", "SELECT current_setting('plan_cache_mode')")
+        #expect(try connection.rows(setting) == [["force_generic_plan"]])
+    }
+
     @Test("a statement over the statement timeout fails as a timeout and the connection goes on")
     func statementTimeout() throws {
         try connection.setStatementTimeout(milliseconds: 100)
@@ -236,6 +242,63 @@ struct PostgreSQLConnectionTests {
         #expect(!connection.isHealthy())
         let again = #expect(throws: LedgerError.self) { try connection.run("SELECT 1") }
         #expect(again?.kind == .unavailable)
+    }
+
+    static let begin = PostgreSQLStatement("test_begin", "BEGIN")
+    static let commit = PostgreSQLStatement("test_commit", "COMMIT")
+
+    @Test("a pipeline runs its statements in order, BEGIN to COMMIT, and returns each one's rows and command tag")
+    func pipeline() throws {
+        let results = try connection.pipeline([
+            (Self.begin, []), (Self.insertNote, ["one", "a"]), (Self.insertNote, [nil, "b"]), (Self.bodies, []),
+            (Self.commit, []),
+        ])
+        #expect(results.map(\.command) == ["BEGIN", "INSERT 0 1", "INSERT 0 1", "SELECT 2", "COMMIT"])
+        #expect(results[3].rows == [["one", "f"], [nil, "t"]])
+        #expect(!connection.isInTransaction)
+        // Back out of pipeline mode: the connection takes ordinary statements again.
+        #expect(try connection.scalar(Self.countNotes) == 2)
+        #expect(try schema.superuser().scalar(Self.countNotes) == 2)
+    }
+
+    @Test("a failure in a pipeline skips what follows and leaves its transaction open to roll back")
+    func pipelineFailure() throws {
+        let error = #expect(throws: LedgerError.self) {
+            try connection.pipeline([
+                (Self.begin, []), (Self.insertNote, ["first", "same"]), (Self.insertNote, ["second", "same"]),
+                (Self.insertNote, ["skipped", "other"]), (Self.commit, []),
+            ])
+        }
+        #expect(error?.kind == .uniqueViolation)
+        #expect(error?.description.hasPrefix("PostgreSQL statement insert_note failed: ") == true)
+        #expect(error?.description.contains("same") == false)
+        #expect(connection.isInTransaction)
+        try connection.run("ROLLBACK")
+        #expect(!connection.isBroken)
+        #expect(try connection.scalar(Self.countNotes) == 0)
+        #expect(try connection.pipeline([(Self.insertNote, ["after", "after"])]).map(\.command) == ["INSERT 0 1"])
+    }
+
+    @Test("a NUL character in a pipeline's parameter is refused before anything is sent")
+    func pipelineRefusesNUL() throws {
+        let error = #expect(throws: LedgerError.self) {
+            try connection.pipeline([(Self.insertNote, ["sent?", "x"]), (Self.insertNote, ["a\u{0}b", "y"])])
+        }
+        #expect(error?.description.contains("NUL character") == true)
+        #expect(!connection.isInTransaction)
+        #expect(try connection.scalar(Self.countNotes) == 0)
+    }
+
+    @Test("a pipeline on a terminated backend fails as unavailable and the connection is given up")
+    func pipelineOnTerminatedBackend() throws {
+        try schema.terminate(connection.backendPID)
+        let error = #expect(throws: LedgerError.self) {
+            try connection.pipeline([(Self.begin, []), (Self.insertNote, ["lost", "l"]), (Self.commit, [])])
+        }
+        #expect(error?.kind == .unavailable)
+        #expect(error?.description.contains("the connection to PostgreSQL is lost") == true)
+        #expect(connection.isBroken)
+        #expect(try schema.superuser().scalar(Self.countNotes) == 0)
     }
 
     @Test(

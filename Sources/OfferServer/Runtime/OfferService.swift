@@ -10,7 +10,8 @@ import Synchronization
 public final class OfferService: Sendable {
     /// Wall clock in Unix milliseconds; tests pass a fixed one.
     public typealias Clock = @Sendable () -> Int64
-    /// A fresh lowercase UUID v4 per signature; tests pass a fixed one.
+    /// A fresh lowercase UUID per signature (by default a version 7 UUID at the clock's time: in time order, so
+    /// the ledger's index on nonces grows at its end); tests pass fixed ones.
     public typealias NonceSource = @Sendable () -> String
 
     private let current: SnapshotBox
@@ -26,13 +27,14 @@ public final class OfferService: Sendable {
     /// subscription (the App Store Server API); `nil` for none.
     public init(
         snapshot: Snapshot, ledger: (any Ledger)?, rateLimit: Settings.RateLimit? = nil, clock: @escaping Clock,
-        nonce: @escaping NonceSource = SecureRandom.uuidV4, metrics: Metrics = Metrics(),
+        nonce: NonceSource? = nil, metrics: Metrics = Metrics(),
         log: Logger = Logger(level: .info), lookup: (any SubscriptionLookup)? = nil
     ) {
         let current = SnapshotBox(snapshot)
         self.current = current
         self.ledger = ledger
         self.clock = clock
+        let nonce = nonce ?? { SecureRandom.uuidV7(milliseconds: clock()) }
         self.nonce = nonce
         self.metrics = metrics
         self.log = log

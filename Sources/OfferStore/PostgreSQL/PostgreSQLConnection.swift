@@ -38,6 +38,8 @@ final class PostgreSQLConnection: @unchecked Sendable {
     private let handle: OpaquePointer
     /// The SQL of each statement this connection has prepared, by name.
     private var prepared: [String: String] = [:]
+    /// A pipeline failed in libpq, leaving the connection in an unknown state (`abandonPipeline`).
+    private var abandoned = false
 
     private static let statementTimeout = PostgreSQLStatement(
         "offer_signer_set_statement_timeout", "SELECT set_config('statement_timeout', $1, false)")
@@ -45,6 +47,11 @@ final class PostgreSQLConnection: @unchecked Sendable {
     /// answered signature must survive a crash of the database server too.
     private static let synchronousCommit = PostgreSQLStatement(
         "offer_signer_set_synchronous_commit", "SELECT set_config('synchronous_commit', 'on', false)")
+    /// Prepared statements run with one plan, made once per connection: PostgreSQL would otherwise plan the ledger's
+    /// counting statement again on every run (a third of a millisecond each), and its statements are index look-ups
+    /// whose best plan does not depend on the values.
+    private static let genericPlans = PostgreSQLStatement(
+        "offer_signer_generic_plans", "SELECT set_config('plan_cache_mode', 'force_generic_plan', false)")
 
     /// Connects (waiting at most `connectTimeoutSeconds`, unless the DSN says otherwise) and applies
     /// `statementTimeoutMilliseconds`. Fails with kind `unavailable` when the server cannot be reached or refuses
@@ -78,13 +85,14 @@ final class PostgreSQLConnection: @unchecked Sendable {
         self.backendPID = PQbackendPID(handle)
         try setStatementTimeout(milliseconds: configuration.statementTimeoutMilliseconds)
         try execute(Self.synchronousCommit)
+        try execute(Self.genericPlans)
     }
 
     deinit { PQfinish(handle) }
 
-    /// libpq found the connection closed (the server stopped, the backend was terminated, the network broke). A
-    /// broken connection never recovers.
-    var isBroken: Bool { PQstatus(handle) != CONNECTION_OK }
+    /// libpq found the connection closed (the server stopped, the backend was terminated, the network broke), or a
+    /// pipeline broke off in an unknown state. A broken connection never recovers.
+    var isBroken: Bool { abandoned || PQstatus(handle) != CONNECTION_OK }
 
     /// A transaction is open (or failed and not yet rolled back) on this connection.
     var isInTransaction: Bool {
@@ -107,12 +115,15 @@ final class PostgreSQLConnection: @unchecked Sendable {
 
     /// Every row `statement` returns, each column as text (`nil` for NULL).
     func rows(_ statement: PostgreSQLStatement, _ parameters: [String?] = []) throws(LedgerError) -> [[String?]] {
-        try executePrepared(statement, parameters) { result in
-            let columns = PQnfields(result)
-            return (0..<PQntuples(result)).map { row in
-                (0..<columns).map { column in
-                    PQgetisnull(result, row, column) != 0 ? nil : String(cString: PQgetvalue(result, row, column))
-                }
+        try executePrepared(statement, parameters, Self.rows(of:))
+    }
+
+    /// A result's rows, each column as text (`nil` for NULL).
+    private static func rows(of result: OpaquePointer) -> [[String?]] {
+        let columns = PQnfields(result)
+        return (0..<PQntuples(result)).map { row in
+            (0..<columns).map { column in
+                PQgetisnull(result, row, column) != 0 ? nil : String(cString: PQgetvalue(result, row, column))
             }
         }
     }
@@ -130,6 +141,64 @@ final class PostgreSQLConnection: @unchecked Sendable {
             throw LedgerError("PostgreSQL statement \(statement.name) returned something other than an integer")
         }
         return value
+    }
+
+    /// What one statement of a `pipeline` returned: its rows (each column as text, `nil` for NULL) and its command
+    /// tag (`COMMIT`, `INSERT 0 1`).
+    struct Result: Sendable, Equatable {
+        var rows: [[String?]]
+        var command: String
+    }
+
+    /// Runs `statements` in order, sent together and answered together (libpq's pipeline mode), so they cost one
+    /// round trip to the server instead of one each; returns each one's result. The first failure is thrown as
+    /// `execute` would throw it, and PostgreSQL skips the statements after it: a transaction begun in the pipeline is
+    /// then left open in its failed state (`isInTransaction`) for the caller to roll back. A connection that breaks
+    /// meanwhile fails with kind `unavailable`, and whether a COMMIT among the statements took effect is unknown.
+    func pipeline(_ statements: [(PostgreSQLStatement, [String?])]) throws(LedgerError) -> [Result] {
+        for (statement, parameters) in statements {
+            try prepareOnce(statement)
+            try checkParameters(statement, parameters)
+        }
+        guard PQenterPipelineMode(handle) == 1 else { throw abandonPipeline("entering PostgreSQL pipeline mode") }
+        for (statement, parameters) in statements {
+            let sent = Self.withCStrings(parameters) { values in
+                PQsendQueryPrepared(handle, statement.name, Int32(parameters.count), values, nil, nil, 0)
+            }
+            guard sent == 1 else { throw abandonPipeline("sending PostgreSQL statement \(statement.name)") }
+        }
+        guard PQpipelineSync(handle) == 1 else { throw abandonPipeline("sending a PostgreSQL pipeline") }
+        var results: [Result] = []
+        var failure: LedgerError?
+        for (statement, _) in statements {
+            // Each statement's result, then a NULL that ends it; one skipped after a failure is PIPELINE_ABORTED.
+            guard let result = PQgetResult(handle) else {
+                throw abandonPipeline("reading the result of PostgreSQL statement \(statement.name)")
+            }
+            if PQresultStatus(result) == PGRES_PIPELINE_ABORTED {
+                PQclear(result)
+            } else {
+                do {
+                    results.append(
+                        try consume(result, "PostgreSQL statement \(statement.name)") { result in
+                            Result(rows: Self.rows(of: result), command: String(cString: PQcmdStatus(result)))
+                        })
+                } catch {
+                    // Thrown once the pipeline is read to its end, so the connection can be used again.
+                    failure = failure ?? error
+                }
+            }
+            guard PQgetResult(handle) == nil else {
+                throw abandonPipeline("reading the result of PostgreSQL statement \(statement.name)")
+            }
+        }
+        guard let sync = PQgetResult(handle), PQresultStatus(sync) == PGRES_PIPELINE_SYNC else {
+            throw abandonPipeline("ending a PostgreSQL pipeline")
+        }
+        PQclear(sync)
+        guard PQexitPipelineMode(handle) == 1 else { throw abandonPipeline("leaving PostgreSQL pipeline mode") }
+        if let failure { throw failure }
+        return results
     }
 
     /// Runs `body` in a transaction at `isolation` and commits, or rolls back when `body` throws. A failure
@@ -186,15 +255,32 @@ final class PostgreSQLConnection: @unchecked Sendable {
         _ statement: PostgreSQLStatement, _ parameters: [String?], _ read: (OpaquePointer) -> Value
     ) throws(LedgerError) -> Value {
         try prepareOnce(statement)
+        try checkParameters(statement, parameters)
+        let result = Self.withCStrings(parameters) { values in
+            PQexecPrepared(handle, statement.name, Int32(parameters.count), values, nil, nil, 0)
+        }
+        return try consume(result, "PostgreSQL statement \(statement.name)", read)
+    }
+
+    /// Refuses a parameter PostgreSQL text cannot hold (a NUL character) before anything is sent.
+    func checkParameters(_ statement: PostgreSQLStatement, _ parameters: [String?]) throws(LedgerError) {
         guard !parameters.contains(where: { $0?.utf8.contains(0) ?? false }) else {
             throw LedgerError(
                 "a parameter of PostgreSQL statement \(statement.name) holds a NUL character, which PostgreSQL text "
                     + "cannot store")
         }
-        let result = Self.withCStrings(parameters) { values in
-            PQexecPrepared(handle, statement.name, Int32(parameters.count), values, nil, nil, 0)
-        }
-        return try consume(result, "PostgreSQL statement \(statement.name)", read)
+    }
+
+    /// A pipeline that went wrong in libpq (the connection broke while it was sent or read): the connection is
+    /// given up (`isBroken`), since what it will read next is unknown, and so is whether the pipeline's statements
+    /// took effect.
+    private func abandonPipeline(_ what: String) -> LedgerError {
+        abandoned = true
+        let reason = PostgreSQLFailure.withoutSeverity(
+            PostgreSQLFailure.firstLine(String(cString: PQerrorMessage(handle))))
+        return LedgerError(
+            "\(what) failed: the connection to PostgreSQL is lost: \(reason.isEmpty ? "libpq gave no reason" : reason)",
+            kind: .unavailable)
     }
 
     private func prepareOnce(_ statement: PostgreSQLStatement) throws(LedgerError) {

@@ -5,10 +5,13 @@ import Synchronization
 /// The ledger in a PostgreSQL database that several replicas of the service may share.
 ///
 /// Records are committed in groups as in `SQLiteLedger`: a writer takes every record waiting and commits them in
-/// one transaction (one WAL flush on the server for all of them), a savepoint each so one failed record does not
-/// take the others with it; completions run only after COMMIT returned. A COMMIT that fails, or whose outcome is
-/// unknown because the connection was lost, fails every record of the group: nothing is reported recorded that
-/// might not be.
+/// one transaction (one WAL flush on the server for all of them); completions run only after COMMIT returned. The
+/// group's statements travel together (libpq's pipeline mode): writes wait and go with the next read, so a group of
+/// records that read nothing costs one round trip, and each record that reads (its counts, its `Idempotency-Key`'s
+/// answer) one more. Should one record fail, the transaction is rolled back and each record of the group is
+/// committed in a transaction of its own, so it does not take the others with it. A COMMIT that fails, or whose
+/// outcome is unknown because the connection was lost, fails every record of the group: nothing is reported
+/// recorded that might not be.
 ///
 /// Counting and recording are atomic across processes: the group's transaction first takes a transaction-scoped
 /// advisory lock for each offer, each limited customer and each `Idempotency-Key` its records touch, all in one
@@ -20,9 +23,13 @@ import Synchronization
 /// the pool; the writer takes one connection of it per group.
 public final class PostgreSQLLedger: Ledger {
     private let pool: PostgreSQLPool
-    /// At most 64 records per transaction: each has a savepoint (a subtransaction), and PostgreSQL slows sharply
-    /// past 64 of them in one transaction (its per-backend subtransaction cache).
+    /// At most 64 records per transaction: a group holds its offers' locks until its COMMIT is on disk, and its
+    /// statements go out in one pipeline, so a bounded group bounds how long other replicas wait and how much one
+    /// round trip carries.
     private let writer = GroupCommit(label: "offer-signer.ledger.postgresql-writer", largestGroup: 64)
+    /// Whether groups send their records' reads ahead (`commitTogether`): off after a group in which that did not
+    /// hold, on again after a group in which it would have.
+    private let speculating = Atomic<Bool>(true)
 
     /// Connects (at most `connections` at once: the service's worker threads and one for the writer) and
     /// brings the schema up to date. Fails when the database cannot be reached or its schema is newer than this
@@ -36,7 +43,12 @@ public final class PostgreSQLLedger: Ledger {
     public var commitStatistics: CommitStatistics? { writer.commitStatistics }
 
     public func usage(_ key: UsageKey) throws(LedgerError) -> OfferUsage {
-        try pool.withConnection { (connection) throws(LedgerError) -> OfferUsage in try Self.usage(connection, key) }
+        try pool.withConnection { (connection) throws(LedgerError) -> OfferUsage in
+            var counts = GroupCounts()
+            return try Self.usage(key, &counts) { (statement, parameters) throws(LedgerError) in
+                try connection.rows(statement, parameters)
+            }
+        }
     }
 
     public func record(
@@ -46,45 +58,143 @@ public final class PostgreSQLLedger: Ledger {
         writer.record(signature, admit: admit, completion: completion) { [self] group in commit(group) }
     }
 
-    /// One transaction for the whole group, its locks taken first; each record in its own savepoint. Until COMMIT
-    /// returns, no completion is called: a failed commit (or one whose outcome is unknown) fails every record.
+    /// One transaction for the whole group, its locks taken first (`commitTogether`); should a record fail, each
+    /// record again in a transaction of its own (`GroupCommit.Attempt`). Until COMMIT returns, no completion is
+    /// called: a failed commit (or one whose outcome is unknown) fails every record.
     private func commit(_ group: [GroupCommit.Pending]) -> [Result<LedgerOutcome, LedgerError>] {
-        let results: [Result<LedgerOutcome, LedgerError>]
         do throws(LedgerError) {
-            results = try pool.transaction { (connection) throws(LedgerError) -> [Result<LedgerOutcome, LedgerError>] in
-                let locks = Self.locks(group.map(\.signature), limited: group.map { $0.admit != nil })
-                try connection.execute(Statement.lock, [locks.classes, locks.keys])
-                var results: [Result<LedgerOutcome, LedgerError>] = []
-                results.reserveCapacity(group.count)
-                for pending in group {
-                    try connection.run("SAVEPOINT record")
+            return try pool.withConnection { (connection) throws(LedgerError) -> [Result<LedgerOutcome, LedgerError>] in
+                switch try Self.commitTogether(connection, group, speculating: speculating) {
+                case .committed(let results): return results
+                case .recordFailed(let error) where group.count == 1:
+                    return [try Self.afterFailure(connection, group[0], error)]
+                case .recordFailed: break
+                }
+                return group.map { pending in
                     do throws(LedgerError) {
-                        results.append(.success(try Self.record(connection, pending)))
-                        try connection.run("RELEASE SAVEPOINT record")
+                        switch try Self.commitTogether(connection, [pending], speculating: speculating) {
+                        case .committed(let results): return results[0]
+                        case .recordFailed(let error): return try Self.afterFailure(connection, pending, error)
+                        }
                     } catch {
-                        // A fault of the store (a lock that outlasts the statement timeout, a full disk, a lost
-                        // connection) would stop every record after this one too, each after its own wait.
-                        if error.isStoreFault { throw error }
-                        try connection.run("ROLLBACK TO SAVEPOINT record")
-                        try connection.run("RELEASE SAVEPOINT record")
-                        results.append(try Self.afterFailure(connection, pending, error))
+                        return .failure(Self.groupFailure(error))
                     }
                 }
-                return results
             }
         } catch {
-            let failure =
-                error.kind == .unavailable
-                ? LedgerError(
-                    "no record of the group is known to be committed (\(error.description)): none of its signatures "
-                        + "is handed out", kind: .unavailable)
-                : error
-            results = Array(repeating: .failure(failure), count: group.count)
+            return Array(repeating: .failure(Self.groupFailure(error)), count: group.count)
         }
-        return results
     }
 
-    /// What a record that failed in its savepoint answers: a record refused by the unique index on its
+    /// What each record of a group whose transaction failed is told: after a lost connection no record of the
+    /// group is known to be committed.
+    private static func groupFailure(_ error: LedgerError) -> LedgerError {
+        error.kind == .unavailable
+            ? LedgerError(
+                "no record of the group is known to be committed (\(error.description)): none of its signatures "
+                    + "is handed out", kind: .unavailable)
+            : error
+    }
+
+    /// Commits `group` in one transaction: the group's advisory locks first, then each record admitted on the
+    /// counts of those before it (`GroupCounts` keeps the offers' places and totals across the group). Throws when
+    /// the transaction itself failed (the connection, a timeout, its COMMIT).
+    ///
+    /// A record that reads (its counts, its `Idempotency-Key`'s answer) must wait for the answer before its write
+    /// is queued: one round trip each. With `speculating` on, the records after the first that reads go ahead as if
+    /// each were recorded (no earlier answer, admitted): their statements, the same as one by one would run, all go
+    /// in one round trip, and COMMIT follows only if every record was indeed recorded; otherwise the transaction is
+    /// rolled back and the group goes again one record after the other (and `speculating` is turned off).
+    private static func commitTogether(
+        _ connection: PostgreSQLConnection, _ group: [GroupCommit.Pending], speculating: borrowing Atomic<Bool>
+    ) throws(LedgerError) -> GroupCommit.Attempt {
+        let speculate = speculating.load(ordering: .relaxed)
+        var batch = Batch(connection: connection)
+        var counts = GroupCounts()
+        var results: [Result<LedgerOutcome, LedgerError>] = []
+        results.reserveCapacity(group.count)
+        let locks = Self.locks(group.map(\.signature), limited: group.map { $0.admit != nil })
+        do throws(LedgerError) {
+            try batch.write(Statement.begin)
+            try batch.write(Statement.lock, [locks.classes, locks.keys])
+            var next = group.startIndex
+            while next < group.endIndex {
+                let pending = group[next]
+                next += 1
+                results.append(.success(try record(&batch, pending, &counts)))
+                guard speculate, pending.admit != nil || pending.signature.idempotency != nil, next < group.endIndex
+                else { continue }
+                guard let rest = try speculation(&batch, group[next...], &counts) else {
+                    speculating.store(false, ordering: .relaxed)
+                    try connection.run("ROLLBACK")
+                    return try commitTogether(connection, group, speculating: speculating)
+                }
+                results += rest
+                next = group.endIndex
+            }
+            for total in counts.takeTotals() {
+                try batch.write(Statement.addToTotal, [total.offer.app, total.offer.offerId, String(total.issued)])
+            }
+            try batch.write(Statement.commit)
+            let committed = try batch.send()
+            guard committed.last?.command == "COMMIT" else {
+                throw LedgerError(
+                    "PostgreSQL rolled the transaction back at COMMIT: a statement in it had failed", kind: .other)
+            }
+            if !speculate, results.allSatisfy({ (try? $0.get())?.recorded == true }) {
+                speculating.store(true, ordering: .relaxed)
+            }
+            return .committed(results)
+        } catch {
+            // A statement before COMMIT failed (COMMIT was skipped: the transaction is still open, in its failed
+            // state), or a parameter was refused before anything was sent: a record's failure, unless it is a fault
+            // of the store (a lock that outlasts the statement timeout, a full disk, a lost connection), which would
+            // stop every record after it too, each after its own wait: that fails the group.
+            let inTransaction = connection.isInTransaction
+            if inTransaction, !connection.isBroken { try? connection.run("ROLLBACK") }
+            guard inTransaction || !batch.sentBegin, !error.isStoreFault, !connection.isBroken else { throw error }
+            return .recordFailed(error)
+        }
+    }
+
+    /// `rest` sent ahead as if each record were recorded: for each, the statements `record` would run when it is
+    /// (its reads, its writes), in one round trip. Returns the records' outcomes when each read bears that out (no
+    /// earlier answer under its key, admitted on its counts); `nil` when one does not.
+    private static func speculation(
+        _ batch: inout Batch, _ rest: ArraySlice<GroupCommit.Pending>, _ counts: inout GroupCounts
+    ) throws(LedgerError) -> [Result<LedgerOutcome, LedgerError>]? {
+        // Where each record's reads come in the round trip's results.
+        var reads: [(previous: Int?, usage: Int?)] = []
+        for pending in rest {
+            let signature = pending.signature
+            var read: (previous: Int?, usage: Int?) = (nil, nil)
+            if let idempotency = signature.idempotency {
+                read.previous = try batch.read(
+                    Statement.previousAnswer, [signature.bundleId, idempotency.key, String(idempotency.validFrom)])
+                try batch.write(Statement.releaseIdempotencyKey, [signature.bundleId, idempotency.key])
+            }
+            if pending.admit != nil {
+                read.usage = try batch.read(Statement.usage, usageParameters(signature.usageKey, counts))
+            }
+            try insert(&batch, signature)
+            counts.recorded(signature)
+            reads.append(read)
+        }
+        let answers = try batch.send()
+        var outcomes: [Result<LedgerOutcome, LedgerError>] = []
+        for (pending, read) in zip(rest, reads) {
+            if let previous = read.previous, try previousAnswer(answers[previous].rows) != nil { return nil }
+            var usage = OfferUsage.none
+            if let admit = pending.admit, let index = read.usage {
+                usage = try Self.usage(answers[index].rows).0
+                guard admit(usage) else { return nil }
+            }
+            outcomes.append(.success(LedgerOutcome(recorded: true, usage: usage)))
+        }
+        return outcomes
+    }
+
+    /// What a record that failed in a transaction of its own answers: a record refused by the unique index on its
     /// `Idempotency-Key` (another writer recorded the key meanwhile) gets that record's answer; anything else fails.
     private static func afterFailure(
         _ connection: PostgreSQLConnection, _ pending: GroupCommit.Pending, _ error: LedgerError
@@ -93,30 +203,40 @@ public final class PostgreSQLLedger: Ledger {
         guard error.kind == .uniqueViolation, error.description.contains(idempotencyIndex),
             let idempotency = signature.idempotency,
             let previous = try previousAnswer(
-                connection, bundleId: signature.bundleId, key: idempotency.key, validFrom: idempotency.validFrom)
+                connection.rows(
+                    Statement.previousAnswer, [signature.bundleId, idempotency.key, String(idempotency.validFrom)]))
         else { return .failure(error) }
         return .success(LedgerOutcome(recorded: false, usage: .none, previous: previous))
     }
 
     private static func record(
-        _ connection: PostgreSQLConnection, _ pending: GroupCommit.Pending
+        _ batch: inout Batch, _ pending: GroupCommit.Pending, _ counts: inout GroupCounts
     ) throws(LedgerError) -> LedgerOutcome {
         let signature = pending.signature
         if let idempotency = signature.idempotency {
             if let previous = try previousAnswer(
-                connection, bundleId: signature.bundleId, key: idempotency.key, validFrom: idempotency.validFrom)
+                batch.rows(
+                    Statement.previousAnswer, [signature.bundleId, idempotency.key, String(idempotency.validFrom)]))
             {
                 return LedgerOutcome(recorded: false, usage: .none, previous: previous)
             }
             // A record under this key from before the window frees the key for this one.
-            try connection.execute(Statement.releaseIdempotencyKey, [signature.bundleId, idempotency.key])
+            try batch.write(Statement.releaseIdempotencyKey, [signature.bundleId, idempotency.key])
         }
         var usage = OfferUsage.none
         if let admit = pending.admit {
-            usage = try Self.usage(connection, signature.usageKey)
+            usage = try Self.usage(signature.usageKey, &counts) { (statement, parameters) throws(LedgerError) in
+                try batch.rows(statement, parameters)
+            }
             guard admit(usage) else { return LedgerOutcome(recorded: false, usage: usage) }
         }
-        try connection.execute(
+        try insert(&batch, signature)
+        counts.recorded(signature)
+        return LedgerOutcome(recorded: true, usage: usage)
+    }
+
+    private static func insert(_ batch: inout Batch, _ signature: IssuedSignature) throws(LedgerError) {
+        try batch.write(
             Statement.insertSignature,
             [
                 signature.storedApp, signature.offerId, signature.customerKey, signature.nonce, signature.keyId,
@@ -124,23 +244,60 @@ public final class PostgreSQLLedger: Ledger {
                 signature.idempotency?.key, signature.idempotency?.requestHash,
                 signature.idempotency.map { Hex.encode($0.answer) },
             ])
-        try connection.execute(Statement.addToTotal, [signature.storedApp, signature.offerId])
-        return LedgerOutcome(recorded: true, usage: usage)
+    }
+
+    /// The statements of one group's transaction, sent in as few round trips as its records allow: writes wait
+    /// here and go to the server with the next read, or with COMMIT (`PostgreSQLConnection.pipeline`).
+    struct Batch {
+        let connection: PostgreSQLConnection
+        private var waiting: [(PostgreSQLStatement, [String?])] = []
+        /// The batch's first statement (BEGIN) went to the server.
+        private(set) var sentBegin = false
+
+        init(connection: PostgreSQLConnection) { self.connection = connection }
+
+        /// Queues a statement whose result is not needed now; a parameter PostgreSQL cannot take is refused here.
+        mutating func write(_ statement: PostgreSQLStatement, _ parameters: [String?] = []) throws(LedgerError) {
+            try connection.checkParameters(statement, parameters)
+            waiting.append((statement, parameters))
+        }
+
+        /// Queues a statement whose result is read after the next `send`, at the index returned.
+        mutating func read(_ statement: PostgreSQLStatement, _ parameters: [String?]) throws(LedgerError) -> Int {
+            try write(statement, parameters)
+            return waiting.count - 1
+        }
+
+        /// Sends what is queued and `statement` after it; returns `statement`'s rows.
+        mutating func rows(
+            _ statement: PostgreSQLStatement, _ parameters: [String?]
+        ) throws(LedgerError)
+            -> [[String?]]
+        {
+            try write(statement, parameters)
+            return try send().last?.rows ?? []
+        }
+
+        /// Sends what is queued; returns each statement's result.
+        mutating func send() throws(LedgerError) -> [PostgreSQLConnection.Result] {
+            let statements = waiting
+            waiting = []
+            sentBegin = true
+            return try connection.pipeline(statements)
+        }
     }
 
     public func previousAnswer(
         bundleId: String, idempotencyKey key: String, validFrom: Int64
     ) throws(LedgerError) -> PreviousAnswer? {
         try pool.withConnection { (connection) throws(LedgerError) -> PreviousAnswer? in
-            try Self.previousAnswer(connection, bundleId: bundleId, key: key, validFrom: validFrom)
+            try Self.previousAnswer(connection.rows(Statement.previousAnswer, [bundleId, key, String(validFrom)]))
         }
     }
 
-    private static func previousAnswer(
-        _ connection: PostgreSQLConnection, bundleId: String, key: String, validFrom: Int64
-    ) throws(LedgerError) -> PreviousAnswer? {
-        guard let row = try connection.rows(Statement.previousAnswer, [bundleId, key, String(validFrom)]).first
-        else { return nil }
+    /// The answer in `previousAnswer`'s rows, if any.
+    private static func previousAnswer(_ rows: [[String?]]) throws(LedgerError) -> PreviousAnswer? {
+        guard let row = rows.first else { return nil }
         guard let answer = Hex.decode(row[1] ?? "") else {
             throw LedgerError("the answer recorded under an Idempotency-Key came back from PostgreSQL damaged")
         }
@@ -214,19 +371,37 @@ public final class PostgreSQLLedger: Ledger {
             requestId: row[8], namespace: app.namespace)
     }
 
-    /// Every count in one statement, so they come from one snapshot.
-    private static func usage(_ connection: PostgreSQLConnection, _ key: UsageKey) throws(LedgerError) -> OfferUsage {
-        let parameters = [
+    /// Every count in one statement, so they come from one snapshot; `rows` runs it. The offer's places are
+    /// counted in full only the first time in a group: after that the statement corrects the places `counts` kept.
+    private static func usage(
+        _ key: UsageKey, _ counts: inout GroupCounts,
+        rows: (PostgreSQLStatement, [String?]) throws(LedgerError) -> [[String?]]
+    ) throws(LedgerError) -> OfferUsage {
+        let (usage, places) = try usage(rows(Statement.usage, usageParameters(key, counts)))
+        counts.remember(places, of: GroupCounts.Offer(app: key.storedApp, offerId: key.offerId))
+        return usage
+    }
+
+    /// `Statement.usage`'s parameters for `key`, with the places `counts` kept for its offer, if any.
+    private static func usageParameters(_ key: UsageKey, _ counts: GroupCounts) -> [String?] {
+        let known = counts.places(of: GroupCounts.Offer(app: key.storedApp, offerId: key.offerId))
+        return [
             key.storedApp, key.offerId, key.customerKey, String(key.reservationStart), String(key.lastDayStart),
+            known.map { String($0.after) }, known.map { String($0.count) },
         ]
-        guard let row = try connection.rows(Statement.usage, parameters).first, row.count == 7 else {
+    }
+
+    /// The counts in `Statement.usage`'s rows, and the offer's places with the moment they were counted from.
+    private static func usage(_ rows: [[String?]]) throws(LedgerError) -> (OfferUsage, GroupCounts.Places) {
+        guard let row = rows.first, row.count == 8, let after = row[7].flatMap({ Int64($0) }) else {
             throw LedgerError("PostgreSQL statement \(Statement.usage.name) returned no row where one was expected")
         }
-        let counts = row.map { Int($0 ?? "") ?? 0 }
-        return OfferUsage(
-            customerSignatures: counts[2], customerRedemptions: counts[3], customerGranted: counts[4],
-            offerReservations: counts[0], offerRedemptions: counts[1], customerSignaturesLastDay: counts[5],
+        let values = row.map { Int($0 ?? "") ?? 0 }
+        let usage = OfferUsage(
+            customerSignatures: values[2], customerRedemptions: values[3], customerGranted: values[4],
+            offerReservations: values[0], offerRedemptions: values[1], customerSignaturesLastDay: values[5],
             customerOldestLastDay: row[6].flatMap { Int64($0) })
+        return (usage, GroupCounts.Places(after: after, count: values[0]))
     }
 
     // MARK: - Redemptions
@@ -517,13 +692,20 @@ public final class PostgreSQLLedger: Ledger {
 
     /// Every statement the ledger runs after open, prepared once per connection.
     enum Statement {
+        /// A group's transaction, begun and committed in its pipeline (`PostgreSQLConnection.pipeline`).
+        static let begin = PostgreSQLStatement("ledger_begin", "BEGIN ISOLATION LEVEL READ COMMITTED")
+        static let commit = PostgreSQLStatement("ledger_commit", "COMMIT")
         /// The group's advisory locks, in the order of the arrays (a function scan keeps it).
         static let lock = PostgreSQLStatement(
             "ledger_lock",
             "SELECT count(pg_advisory_xact_lock(c, k)) FROM unnest($1::integer[], $2::integer[]) AS l(c, k)")
-        /// Offer total (the primary key of `offer_totals`), the customer's signatures (`issued_by_customer`) and
-        /// redemptions (`redemptions_by_customer`) for the offer, and the customer's signatures for the app since
-        /// the start of the last day (`issued_by_customer_time`). A NULL customer counts 0.
+        /// The offer's places (`issued_reservations`) and redemptions (the primary key of `offer_totals`), the
+        /// customer's signatures (`issued_by_customer`) and redemptions (`redemptions_by_customer`) for the offer,
+        /// the customer's signatures for the app since the start of the last day (`issued_by_customer_time`), and
+        /// the moment the places are counted from. A NULL customer counts 0 (`$3 IS NOT NULL`: the plan, made once
+        /// per connection, skips the customer's counts for it). With $6 and $7 (places after $6
+        /// counted earlier in the transaction, `GroupCounts`), the places are $7 corrected by those issued between
+        /// $6 and the moment, instead of counted again.
         static let usage = PostgreSQLStatement(
             "ledger_usage",
             """
@@ -536,20 +718,32 @@ public final class PostgreSQLLedger: Ledger {
                 FROM allowances WHERE bundle_id = $1 AND offer_id = $2 AND customer_key IN ('', $3)
             ), d AS (
                 SELECT count(*) AS n, min(issued_at_ms) AS oldest FROM issued_signatures
-                WHERE bundle_id = $1 AND customer_key = $3 AND issued_at_ms > $5::bigint AND format <> 'introductory'
+                WHERE $3::text IS NOT NULL AND bundle_id = $1 AND customer_key = $3 AND issued_at_ms > $5::bigint
+                    AND format <> 'introductory'
+            ), t AS (
+                SELECT greatest($4::bigint, a.offer_reset) AS after FROM a
             )
             SELECT
-                (SELECT count(*) FROM issued_signatures
-                    WHERE bundle_id = $1 AND offer_id = $2 AND issued_at_ms > greatest($4::bigint, a.offer_reset)
-                        AND redeemed_at_ms IS NULL),
+                CASE WHEN $6::bigint IS NULL THEN
+                    (SELECT count(*) FROM issued_signatures
+                        WHERE bundle_id = $1 AND offer_id = $2 AND issued_at_ms > t.after AND redeemed_at_ms IS NULL)
+                ELSE $7::bigint
+                    + (SELECT count(*) FROM issued_signatures
+                        WHERE bundle_id = $1 AND offer_id = $2 AND issued_at_ms > t.after
+                            AND issued_at_ms <= $6::bigint AND redeemed_at_ms IS NULL)
+                    - (SELECT count(*) FROM issued_signatures
+                        WHERE bundle_id = $1 AND offer_id = $2 AND issued_at_ms > $6::bigint
+                            AND issued_at_ms <= t.after AND redeemed_at_ms IS NULL)
+                END,
                 (SELECT coalesce(sum(redeemed), 0) FROM offer_totals WHERE bundle_id = $1 AND offer_id = $2) - a.base,
                 (SELECT count(*) FROM issued_signatures
-                    WHERE bundle_id = $1 AND offer_id = $2 AND customer_key = $3
+                    WHERE $3::text IS NOT NULL AND bundle_id = $1 AND offer_id = $2 AND customer_key = $3
                         AND issued_at_ms > greatest($4::bigint, a.since) AND redeemed_at_ms IS NULL),
                 (SELECT count(*) FROM redemptions
-                    WHERE bundle_id = $1 AND offer_id = $2 AND customer_key = $3 AND redeemed_at_ms > a.since),
-                a.granted, d.n, d.oldest
-            FROM a, d
+                    WHERE $3::text IS NOT NULL AND bundle_id = $1 AND offer_id = $2 AND customer_key = $3
+                        AND redeemed_at_ms > a.since),
+                a.granted, d.n, d.oldest, t.after
+            FROM a, d, t
             """)
         static let selectRun = PostgreSQLStatement(
             "ledger_select_run",
@@ -597,11 +791,12 @@ public final class PostgreSQLLedger: Ledger {
                  idempotency_key, request_hash, answer)
             VALUES ($1, $2, $3, $4, $5, $6, $7::bigint, $8, $9, $10, $11, decode($12, 'hex'))
             """)
+        /// Adds a group's $3 signatures of an offer to its total.
         static let addToTotal = PostgreSQLStatement(
             "ledger_add_to_total",
             """
-            INSERT INTO offer_totals (bundle_id, offer_id, issued) VALUES ($1, $2, 1)
-            ON CONFLICT (bundle_id, offer_id) DO UPDATE SET issued = offer_totals.issued + 1
+            INSERT INTO offer_totals (bundle_id, offer_id, issued) VALUES ($1, $2, $3::bigint)
+            ON CONFLICT (bundle_id, offer_id) DO UPDATE SET issued = offer_totals.issued + excluded.issued
             """)
         /// Index `issued_by_idempotency_key`.
         static let previousAnswer = PostgreSQLStatement(
@@ -736,7 +931,10 @@ extension PostgreSQLLedger {
             let locks = Self.locks(
                 [Self.lock(.offer, app, offerId)] + (customerKey.map { [Self.lock(.customer, app, $0)] } ?? []))
             try connection.execute(Statement.lock, [locks.classes, locks.keys])
-            let before = try Self.usage(connection, key)
+            var counts = GroupCounts()
+            let before = try Self.usage(key, &counts) { (statement, parameters) throws(LedgerError) in
+                try connection.rows(statement, parameters)
+            }
             let freed: Int
             if let customerKey {
                 freed = before.customerSignatures + before.customerRedemptions

@@ -58,7 +58,7 @@ class ForwardingLedger: Ledger, @unchecked Sendable {
     ) throws(LedgerError) -> ServerKnownState? {
         try memory.state(bundleId: bundleId, namespace: namespace, originalTransactionId: originalTransactionId)
     }
-    func checkReadiness() throws(LedgerError) { try memory.checkReadiness() }
+    func checkReadiness() throws(LedgerError) { memory.checkReadiness() }
     var backendName: String { memory.backendName }
     var commitStatistics: CommitStatistics? { memory.commitStatistics }
 }
