@@ -419,6 +419,8 @@ class Scenario:
         self.signs = signs
         # wrk's script when the load is not `body` over and over (the preflight still sends `body`).
         self.lua = lua
+        # Statuses counted rather than failing the run (the retention deadline's 503).
+        self.tolerated: set[str] = set()
 
     def check_response(self, data: dict) -> None:
         """Checks that a 200 response is the work this scenario means to measure."""
@@ -731,8 +733,13 @@ def run_wrk(args: argparse.Namespace, port: int, scenario: Scenario, directory: 
             by_status[f"{route} {status}"] = moved
     result["serverStatuses"] = by_status
     route = RETENTION_ROUTE if scenario.key.startswith("retention") else scenario.path
-    unexpected = {key: n for key, n in by_status.items() if key != f"{route} 200"}
-    if result["non2xx3xx"] or unexpected:
+    # A retention answer not ready in 300 ms is a 503 by design (Apple shows its default message): counted, not a
+    # failure of the run.
+    tolerated = {f"{route} {status}" for status in scenario.tolerated}
+    unexpected = {key: n for key, n in by_status.items() if key != f"{route} 200" and key not in tolerated}
+    tolerated_count = sum(n for key, n in by_status.items() if key in tolerated)
+    result["toleratedAnswers"] = tolerated_count
+    if result["non2xx3xx"] > tolerated_count or unexpected:
         raise BenchError(
             f"{scenario.label}: unexpected statuses (only 200 is expected): wrk non-2xx/3xx "
             f"{result['non2xx3xx']}, server counters {unexpected or by_status}\n{done.stdout}"
@@ -854,6 +861,7 @@ def measure_retention(args: argparse.Namespace, binary: str, directory: Path, le
     peak = Scenario("retention", "POST retention, server-known state", "POST", path,
                     {"signedPayload": preflight_request}, False,
                     lua=retention_lua(directory / "retention-peak.txt", path, args.threads))
+    peak.tolerated = {"503"}
     server = Server(binary, config, directory)
     try:
         connection = http.client.HTTPConnection(HOST, server.port, timeout=10)
@@ -877,6 +885,7 @@ def measure_retention(args: argparse.Namespace, binary: str, directory: Path, le
         half = Scenario("retention_half", f"POST retention at half load ({target:.0f}/s)", "POST", path,
                         {"signedPayload": preflight_request}, False,
                         lua=retention_lua(directory / "retention-half.txt", path, args.threads, interval))
+        half.tolerated = {"503"}
         print(f"{half.label} ...", flush=True)
         half_result = run_wrk(args, server.port, half, directory, server)
         results[half.key] = {"label": half.label, "method": half.method, "path": half.path, **half_result}
@@ -902,7 +911,10 @@ def measure_retention(args: argparse.Namespace, binary: str, directory: Path, le
             "connectionIntervalMs": interval,
             "p50Ms": half_result["p50Ms"],
             "p99Ms": half_result["p99Ms"],
+            "deadlineAnswers": half_result["toleratedAnswers"],
         },
+        # Answered 503 deadline_exceeded: not ready within 300 ms.
+        "deadlineAnswers": result["toleratedAnswers"],
         "p99TargetMs": RETENTION_P99_TARGET_MS,
         "p99TargetMet": half_result["p99Ms"] < RETENTION_P99_TARGET_MS,
         "requestsPrepared": counts,
@@ -1138,6 +1150,9 @@ def main(argv: list[str]) -> int:
             f"(target < {RETENTION_P99_TARGET_MS:.0f} ms: {'met' if retention['p99TargetMet'] else 'NOT MET'})"
             + (f"; {retention['repeatedAnswers']} repeated answers (the prepared requests ran out)"
                if retention["repeatedAnswers"] else "")
+            + (f"; 503 deadline_exceeded: {retention['deadlineAnswers']} at peak, "
+               f"{half['deadlineAnswers']} at half load" if retention["deadlineAnswers"] or half["deadlineAnswers"]
+               else "")
         )
     if server_stderr.strip():
         print(f"\nserver stderr:\n{server_stderr.strip()[-2000:]}")
