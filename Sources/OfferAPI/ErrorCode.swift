@@ -41,4 +41,10 @@ public struct ErrorCode: RawRepresentable, Sendable, Hashable, CustomStringConve
     /// 503: the ledger of issued signatures cannot answer or record; retry later. `/readyz` answers it too while
     /// the fault lasts.
     public static let storageUnavailable = ErrorCode(rawValue: "storage_unavailable")
+    /// 404 (Retention Messaging): no entry of the app's `retention` list applies to the request; Apple shows the
+    /// default message.
+    public static let noRetentionAnswer = ErrorCode(rawValue: "no_retention_answer")
+    /// 503 (Retention Messaging): the answer could not be made within the retention time budget; Apple shows the
+    /// default message.
+    public static let deadlineExceeded = ErrorCode(rawValue: "deadline_exceeded")
 }

@@ -60,6 +60,7 @@ public struct PayloadTemplate: Sendable {
             case .renewalInfo: _ = try JWSRenewalInfoPayload(json: payload)
             case .appTransaction: _ = try AppTransactionPayload(json: payload)
             case .notification: _ = try NotificationPayload(json: payload)
+            case .realtimeRequest: _ = try RealtimeRequestPayload(json: payload)
             }
         } catch {
             warnings.append("the service will reject this payload: \(error.message)")
@@ -74,6 +75,7 @@ public struct PayloadTemplate: Sendable {
         case .renewalInfo: return JWSRenewalInfoPayload.fieldTypes
         case .appTransaction: return AppTransactionPayload.fieldTypes
         case .notification: return NotificationPayload.fieldTypes
+        case .realtimeRequest: return RealtimeRequestPayload.fieldTypes
         }
     }
 
@@ -110,6 +112,7 @@ public struct PayloadTemplate: Sendable {
         case .renewalInfo: return "renewal info"
         case .appTransaction: return "an app transaction"
         case .notification: return "a notification"
+        case .realtimeRequest: return "a retention request"
         }
     }
 }

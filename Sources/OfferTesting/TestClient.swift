@@ -77,18 +77,20 @@ public final class TestClient: Sendable {
     /// A service built from `configuration` as `serve` builds it: its keys loaded through `loadKey` (a path in,
     /// a key out; the key file by default), its trusted roots read, its `storage` opened (`memory` gives a
     /// fresh `MemoryLedger`), its `rateLimit` on, its lookups at the App Store Server API on an HTTPS client of its
-    /// own.
+    /// own. `ledger` stands in for the one `storage` names, and `lookup`, when given, is where retention requests
+    /// look facts up instead.
     public convenience init(
         configuration: Configuration, clock: TestClock = TestClock(), nonces: TestNonces = .sequence(),
         loadKey: (String) throws -> SigningKey = PrivateKeyFile.load, log: Logger = Logger(level: .error),
-        timeout: Duration = TestClient.defaultTimeout
+        timeout: Duration = TestClient.defaultTimeout, ledger: (any Ledger)? = nil,
+        lookup: (any SubscriptionLookup)? = nil
     ) throws {
         let catalog = try Catalog.load(configuration.apps, loadKey: loadKey)
-        let ledger = try configuration.settings.storage.open()
+        let ledger = try ledger ?? configuration.settings.storage.open()
         let service = OfferService(
             snapshot: try OfferService.snapshot(configuration, catalog: catalog, ledger: ledger), ledger: ledger,
             rateLimit: configuration.settings.rateLimit, clock: clock.read, nonce: nonces.next, log: log,
-            appStoreClient: try HTTPSClient())
+            appStoreClient: try HTTPSClient(), lookup: lookup)
         self.init(service: service, clock: clock, nonces: nonces, timeout: timeout)
     }
 

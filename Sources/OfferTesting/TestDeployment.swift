@@ -2,6 +2,7 @@ import OfferAPI
 import OfferCore
 import OfferCrypto
 import OfferServer
+import OfferStore
 
 #if canImport(Glibc)
     import Glibc
@@ -114,14 +115,15 @@ public struct TestDeployment: Sendable {
     }
 
     /// The deployment served in process, on `clock`, its `storage` opened for this client (`memory`: an empty
-    /// ledger of its own).
+    /// ledger of its own) unless `ledger` stands in for it; retention requests look facts up through `lookup`.
     public func client(
         nonces: TestNonces = .sequence(), log: Logger = Logger(level: .error),
-        timeout: Duration = TestClient.defaultTimeout
+        timeout: Duration = TestClient.defaultTimeout, ledger: (any Ledger)? = nil,
+        lookup: (any SubscriptionLookup)? = nil
     ) throws -> TestClient {
         try TestClient(
             configuration: try Configuration.read(path: configurationPath), clock: clock, nonces: nonces, log: log,
-            timeout: timeout)
+            timeout: timeout, ledger: ledger, lookup: lookup)
     }
 
     /// Deletes the folder and everything in it (the ledger's files too).

@@ -51,10 +51,26 @@ enum ConfigCheckCommand {
                 lines.append("  key \(key.keyId): \(role), \(curve), \(key.privateKeyFile)")
             }
             for offer in app.offers { lines += describe(offer, now: now) }
+            for (index, entry) in app.retention.enumerated() { lines += describe(entry, index: index) }
         }
         for warning in configuration.warnings(at: now) { lines.append("WARNING \(warning)") }
         Console.out(lines.joined(separator: "\n"))
         return 0
+    }
+
+    /// A retention entry: its answer, the products it serves, its rule and its messages' locales.
+    private static func describe(_ entry: RetentionEntry, index: Int) -> [String] {
+        var answer = entry.kind
+        switch entry.answer {
+        case .message: break
+        case .alternateProduct(let productId, _): answer += " to \(productId)"
+        case .promotionalOffer(let offerId, let productId, _): answer += " \(offerId) on \(productId)"
+        }
+        let locales = entry.messages.byLocale.keys.sorted() + (entry.messages.fallback == nil ? [] : ["*"])
+        return [
+            "  retention[\(index)]: \(answer) for \(entry.productIds.joined(separator: ", "))",
+            "    when: \(entry.when?.text ?? "always")", "    messages: \(locales.joined(separator: ", "))",
+        ]
     }
 
     private static func describe(_ offer: Offer, now: Int64) -> [String] {

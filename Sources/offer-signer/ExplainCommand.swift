@@ -16,7 +16,7 @@ enum ExplainCommand {
             arguments,
             valued: [
                 "config", "request", "offer", "bundle-id", "product-id", "signed-transaction", "signed-renewal-info",
-                "signed-app-transaction", "at",
+                "signed-app-transaction", "at", "retention",
             ])
         guard options.positionals.isEmpty else { throw UsageError("unexpected argument \(options.positionals[0])") }
         let (configuration, catalog) = try ServeCommand.loadConfiguration(try options.required("config"))
@@ -26,6 +26,9 @@ enum ExplainCommand {
                 throw UsageError("--at must be an ISO 8601 date-time like 2026-12-01T00:00:00Z")
             }
             now = parsed
+        }
+        if let source = options["retention"] {
+            return try explainRetention(source, options, configuration: configuration, catalog: catalog, now: now)
         }
         // The request as the app sends it (bytes, checked as the service checks a body), or built from options.
         var body: [UInt8]?
@@ -64,6 +67,39 @@ enum ExplainCommand {
             explanation = Explanation.explain(
                 request ?? .null, offerId: options["offer"], service: service, now: now, ledger: ledgerNote)
         }
+        Console.out(explanation.text)
+        return explanation.exitStatus
+    }
+
+    /// `--retention FILE`: a Retention Messaging request as Apple posts it for app `--bundle-id` (else the only
+    /// app): the body `{"signedPayload": "..."}`, or the JWS alone.
+    private static func explainRetention(
+        _ source: String, _ options: Arguments, configuration: Configuration, catalog: Catalog, now: Int64
+    ) throws -> Int32 {
+        for option in [
+            "request", "offer", "product-id", "signed-transaction", "signed-renewal-info", "signed-app-transaction",
+        ]
+        where options[option] != nil {
+            throw UsageError("--\(option) cannot be combined with --retention: the retention request says it all")
+        }
+        let bytes = source == "-" ? readStandardInput() : FileBytes.read(source)
+        guard var body = bytes else { throw CommandError("\(source): cannot read the retention request") }
+        let text = String(decoding: body, as: UTF8.self).filter { !$0.isWhitespace }
+        if !text.hasPrefix("{") { body = RealtimeRequestBody(signedPayload: text).jsonBytes }
+        guard let bundleId = options["bundle-id"] ?? (catalog.order.count == 1 ? catalog.order.first : nil) else {
+            throw UsageError(
+                "several apps are configured; choose the one of the retention URL with --bundle-id")
+        }
+        let (ledger, ledgerNote) = openLedger(configuration.settings.storage)
+        let snapshot: Snapshot
+        do {
+            snapshot = try OfferService.snapshot(configuration, catalog: catalog, ledger: ledger, writes: false)
+        } catch {
+            throw CommandError(ServeCommand.describe(error, path: configuration.path))
+        }
+        let explanation = Explanation.explainRetention(
+            body: body, bundleId: bundleId, service: snapshot.retention, ledger: ledger, now: now,
+            ledgerNote: ledgerNote)
         Console.out(explanation.text)
         return explanation.exitStatus
     }

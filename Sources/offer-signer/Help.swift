@@ -117,6 +117,7 @@ enum Help {
           offer-signer explain --config FILE [--offer ID] [--bundle-id ID] [--product-id ID]
               [--signed-transaction FILE] [--signed-renewal-info FILE] [--signed-app-transaction FILE]
               [--at ISO8601]
+          offer-signer explain --config FILE --retention FILE|- [--bundle-id ID] [--at ISO8601]
 
         Decides a request exactly as the service would (the same code path, with the ledger of the
         configured storage) and prints the full decision trace: each rule, the observed fact, the expected
@@ -128,6 +129,11 @@ enum Help {
         --at evaluates at another time (default now). Exit status 0 when eligible (or a listing), 3 when not
         eligible, 1 when the service would answer an error (such as untrusted signed data), 2 on a usage
         mistake (such as an offer ID several apps share, without --bundle-id).
+        --retention takes a Retention Messaging request as Apple posts it to POST /v1/apple/retention/{bundleId}
+        (the body {"signedPayload": "..."}, or the JWS alone) for app --bundle-id (default: the only app), and
+        prints the request, the customer's facts (the ledger's server-known state; explain never calls the
+        App Store Server API), every retention entry considered with its rule and offer traces, and the answer.
+        Exit status 0 for an answer, 3 when no entry applies (404), 1 when the request is refused.
         """
 
     static let ledger = """
@@ -170,6 +176,9 @@ enum Help {
           offer-signer testkit sign notification --ca DIR --type TYPE [--subtype S] [--environment E]
               [--app-apple-id N] [--bundle-id B] [--uuid U] [--transaction FILE] [--renewal-info FILE]
           offer-signer testkit sign notification --ca DIR --payload FILE|-
+          offer-signer testkit sign retention-request --ca DIR --original-transaction-id ID --product-id P
+              [--app-apple-id N] [--locale L] [--environment E] [--request-id UUID] [--count N]
+          offer-signer testkit sign retention-request --ca DIR --payload FILE|-
           offer-signer testkit apple-api --ca DIR --state FILE --port PORT [--host HOST] [--key-id ID]
               [--public-key FILE] [--token-file FILE]
 
@@ -190,6 +199,13 @@ enum Help {
         payloads in FILE (templates as above, bundleId and environment filled in from the notification when
         missing) signed inside it by the same chain. --payload signs a whole decoded notification as written
         (its nested signedTransactionInfo and signedRenewalInfo already JWS).
+        `sign retention-request` prints a Retention Messaging request's `signedPayload`, as Apple's server posts
+        it to POST /v1/apple/retention/{bundleId}: originalTransactionId ID, productId P, appAppleId N (default
+        1234567890; required for Production, where the service checks it), userLocale L (default en-US),
+        environment E (default Sandbox), requestIdentifier UUID (default: a new one; send the same one twice to
+        test a retry) and signedDate now. --count prints N requests, one per line, each with its own
+        requestIdentifier (the first one --request-id when given), for load tests. --payload signs a whole
+        decoded request as written (to test one with a field missing).
         `apple-api` serves a fake App Store Server API on HOST:PORT (default host 127.0.0.1; port 0 picks one)
         until SIGTERM or SIGINT, and prints "offer-signer testkit apple-api listening on http://HOST:PORT" once
         ready: Get All Subscription Statuses and Get Notification History, Production at /inApps/... and Sandbox

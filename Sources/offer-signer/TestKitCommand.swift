@@ -45,15 +45,15 @@ enum TestKitCommand {
     private static func sign(_ arguments: ArraySlice<String>) throws -> Int32 {
         let options = try Arguments(
             arguments,
-            valued: [
+            valued: Set([
                 "ca", "payload", "type", "subtype", "environment", "app-apple-id", "bundle-id", "uuid", "transaction",
                 "renewal-info",
-            ], switches: ["xcode"])
+            ]).union(retentionOptions), switches: ["xcode"])
         let kinds: [String: SignedDataKind] = [
             "transaction": .transaction, "renewal-info": .renewalInfo, "app-transaction": .appTransaction,
-            "notification": .notification,
+            "notification": .notification, "retention-request": .realtimeRequest,
         ]
-        let names = "transaction, renewal-info, app-transaction or notification"
+        let names = "transaction, renewal-info, app-transaction, notification or retention-request"
         guard options.positionals.count == 1 else { throw UsageError("name what to sign: \(names)") }
         let word = options.positionals[0]
         guard let kind = kinds[word] else {
@@ -66,8 +66,18 @@ enum TestKitCommand {
         let notificationOptions = [
             "type", "subtype", "environment", "app-apple-id", "bundle-id", "uuid", "transaction", "renewal-info",
         ]
-        if kind != .notification, let option = notificationOptions.first(where: { options[$0] != nil }) {
-            throw UsageError("--\(option) is for `testkit sign notification`")
+        let ownOptions: [SignedDataKind: Set<String>] = [
+            .notification: Set(notificationOptions), .realtimeRequest: retentionOptions,
+        ]
+        let allowed = ownOptions[kind] ?? []
+        for option in notificationOptions + retentionOptions.sorted()
+        where options[option] != nil && !allowed.contains(option) {
+            let commands = [
+                ("notification", notificationOptions.contains(option)),
+                ("retention-request", retentionOptions.contains(option)),
+            ]
+            .filter(\.1).map { "`testkit sign \($0.0)`" }
+            throw UsageError("--\(option) is for " + commands.joined(separator: " and "))
         }
         let signer: TestAuthorityFolder
         do {
@@ -81,8 +91,14 @@ enum TestKitCommand {
             Console.out(try signer.sign(try notification(options, signer: signer, now: now)))
             return 0
         }
-        if kind == .notification, let option = notificationOptions.first(where: { options[$0] != nil }) {
-            throw UsageError("--\(option) cannot be combined with --payload: the payload is the whole notification")
+        if kind == .realtimeRequest, options["payload"] == nil {
+            for request in try retentionRequests(options, now: now) {
+                Console.out(try request.sign(signing: signer.sign))
+            }
+            return 0
+        }
+        if let option = (ownOptions[kind] ?? []).sorted().first(where: { options[$0] != nil }) {
+            throw UsageError("--\(option) cannot be combined with --payload: the payload is the whole request")
         }
         Console.out(try signer.sign(try template(try options.required("payload"), kind: kind, now: now)))
         return 0
@@ -135,6 +151,50 @@ enum TestKitCommand {
             type: type, subtype: options["subtype"], uuid: uuid, bundleId: bundleId, environment: environment,
             appAppleId: appAppleId, transaction: transaction, renewalInfo: renewalInfo, signedDate: now)
         return try notification.payload(signing: signer.sign)
+    }
+
+    /// The options of `testkit sign retention-request`.
+    private static let retentionOptions: Set<String> = [
+        "original-transaction-id", "product-id", "app-apple-id", "locale", "environment", "request-id", "count",
+    ]
+
+    /// The retention requests the options describe (`RealtimeRequestTemplate`): one, or `--count` of them, each with
+    /// its own `requestIdentifier` (the first `--request-id` when given), for load tests.
+    private static func retentionRequests(_ options: Arguments, now: Int64) throws -> [RealtimeRequestTemplate] {
+        let originalTransactionId = try options.required("original-transaction-id")
+        let productId = try options.required("product-id")
+        let environment = options["environment"] ?? "Sandbox"
+        var appAppleId = RealtimeRequestTemplate.defaultAppAppleId
+        if let text = options["app-apple-id"] {
+            guard let number = Int64(text), number > 0 else {
+                throw UsageError("--app-apple-id must be a positive integer (the app's Apple ID)")
+            }
+            appAppleId = number
+        } else if environment == "Production" {
+            throw UsageError(
+                "--app-apple-id is required for a Production request: the service checks it against the app's")
+        }
+        var count = 1
+        if let text = options["count"] {
+            guard let number = Int(text), (1...1_000_000).contains(number) else {
+                throw UsageError("--count must be an integer from 1 to 1000000")
+            }
+            count = number
+        }
+        if let requestId = options["request-id"], !UUIDText.isValid(requestId) {
+            throw UsageError("--request-id must be a UUID (Apple's requestIdentifier is one)")
+        }
+        let locale = options["locale"] ?? "en-US"
+        guard !locale.isEmpty, !originalTransactionId.isEmpty, !productId.isEmpty else {
+            throw UsageError("--original-transaction-id, --product-id and --locale must not be empty")
+        }
+        return (0..<count).map { index in
+            RealtimeRequestTemplate(
+                originalTransactionId: originalTransactionId, productId: productId, appAppleId: appAppleId,
+                userLocale: locale,
+                requestIdentifier: index == 0 ? options["request-id"] ?? SecureRandom.uuidV4() : SecureRandom.uuidV4(),
+                environment: environment, signedDate: now)
+        }
     }
 
     private static func seconds(_ text: String?, option: String) throws -> Int64? {

@@ -129,6 +129,14 @@ def serve_verified(testkit_dir, signing_key, environments: list[str], name: str)
                 {"id": OFFER_WB_GBR, "type": "winBack", "productIds": [PRODUCT_MONTHLY],
                  "eligibility": {"storefronts": ["GBR"]}},
             ],
+            # Retention Messaging: a message on monthly, the open offer signed on yearly.
+            "retention": [
+                {"productIds": [PRODUCT_MONTHLY],
+                 "message": {"messages": {"*": "a1b2c3d4-e5f6-4890-a1b2-c3d4e5f67890"}}},
+                {"productIds": [PRODUCT_YEARLY],
+                 "promotionalOffer": {"offerId": OFFER_OPEN, "productId": PRODUCT_YEARLY,
+                                      "messages": {"*": "eec08e5d-b59a-4672-b799-8cf40e919a4f"}}},
+            ],
         }],
     }
     path = testkit_dir / name

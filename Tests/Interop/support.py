@@ -503,6 +503,22 @@ def renewal_payload(now: int, original_transaction_id: str = "2000000000000001",
     return payload
 
 
+def retention_payload(now: int, product_id: str, original_transaction_id: str = "2000000000000001",
+                      **overrides) -> dict:
+    """A Retention Messaging request (`DecodedRealtimeRequestBody`), Sandbox, a new requestIdentifier."""
+    payload = {
+        "originalTransactionId": original_transaction_id,
+        "appAppleId": 1234567890,
+        "productId": product_id,
+        "userLocale": "en-US",
+        "requestIdentifier": str(uuid.uuid4()),
+        "environment": "Sandbox",
+        "signedDate": now,
+    }
+    payload.update(overrides)
+    return payload
+
+
 def app_transaction_payload(now: int) -> dict:
     return {
         "appTransactionId": "7042895723110001",  # the same customer as transaction_payload's
@@ -546,6 +562,10 @@ class SignedData:
         claims["expiresDate"] -= 400 * DAY_MS
         forged = base64.urlsafe_b64encode(json.dumps(claims).encode()).rstrip(b"=").decode()
         self.bad_signature = f"{header}.{forged}.{signature}"
+        # Retention Messaging requests of that customer, as Apple posts them.
+        self.retention = self.sign(ca, "retention-request", retention_payload(now, PRODUCT_MONTHLY))
+        self.retention_yearly = self.sign(ca, "retention-request", retention_payload(now, PRODUCT_YEARLY))
+        self.retention_uncovered = self.sign(ca, "retention-request", retention_payload(now, PRODUCT_UNCOVERED))
 
     def sign(self, ca: Path, kind: str, payload: dict) -> str:
         return sign_with_testkit(self.directory, ca, kind, payload)

@@ -55,6 +55,7 @@ MAX_BODY = 64 * 1024
 TOKEN = "7E3FB20B-4CDB-47CC-936D-99D65F608138"
 
 NOTIFICATIONS_PATH = "/v1/apple/notifications/{bundleId}"
+RETENTION_PATH = "/v1/apple/retention/{bundleId}"
 
 # Every operation the server routes: method and path. HEAD is answered wherever GET is.
 EXPECTED_OPERATIONS = {
@@ -68,6 +69,7 @@ EXPECTED_OPERATIONS = {
     ("GET", "/metrics"),
     ("HEAD", "/metrics"),
     ("POST", NOTIFICATIONS_PATH),
+    ("POST", RETENTION_PATH),
 }
 HTTP_METHODS = ("GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS")
 OPENAPI_METHODS = ("get", "put", "post", "delete", "options", "head", "patch", "trace")
@@ -444,6 +446,18 @@ CASES = [
          check=lambda d: d["winBackOffers"] == [{"offerId": OFFER_WB_ANY, "productId": PRODUCT_MONTHLY}]
          or pytest.fail(d)),
     Case("verified-readyz-with-ledger", "GET", "/readyz", None, 200, verified=True),
+    # Retention Messaging, as Apple posts it.
+    Case("verified-retention-message", "POST", RETENTION_PATH.format(bundleId=BUNDLE_ID),
+         lambda s: {"signedPayload": s.retention}, 200, verified=True, check=expect_keys("message")),
+    Case("verified-retention-offer", "POST", RETENTION_PATH.format(bundleId=BUNDLE_ID),
+         lambda s: {"signedPayload": s.retention_yearly}, 200, verified=True, check=expect_keys("promotionalOffer")),
+    Case("verified-retention-none", "POST", RETENTION_PATH.format(bundleId=BUNDLE_ID),
+         lambda s: {"signedPayload": s.retention_uncovered}, 404, "no_retention_answer", verified=True),
+    Case("retention-garbage", "POST", RETENTION_PATH.format(bundleId=BUNDLE_ID), {"signedPayload": "hello"}, 400,
+         "untrusted_signed_data", reason="malformed", field="signedPayload"),
+    Case("retention-not-json", "POST", RETENTION_PATH.format(bundleId=BUNDLE_ID), b"[", 400, "invalid_request"),
+    Case("retention-unknown-app", "POST", RETENTION_PATH.format(bundleId="com.example.other"),
+         {"signedPayload": "hello"}, 404, "unknown_app", field="bundleId"),
 ]
 
 
@@ -459,6 +473,10 @@ def test_response_fits_the_document(request, openapi, case):
     reply = send(request, case.verified, case.method, case.path, case.body)
     assert reply.status == case.status, (reply.status, reply.body[:400])
     path = case.path.split("?")[0]
+    # A path of Apple's routes names the app; the document names its template.
+    for template in (NOTIFICATIONS_PATH, RETENTION_PATH):
+        if path.startswith(template.split("{")[0]):
+            path = template
     openapi.check(reply, openapi.operation_response(case.method, path, reply.status), case.method)
     if case.method == "HEAD":
         return
@@ -698,6 +716,13 @@ REQUESTS = [
     ("notification-missing", NOTIFICATIONS_PATH, {}, False),
     ("notification-number", NOTIFICATIONS_PATH, {"signedPayload": 1}, False),
     ("notification-unknown-field", NOTIFICATIONS_PATH, {"signedPayload": "hello", "bundleId": BUNDLE_ID}, False),
+    # Retention: the same, with the 16 KiB of every other string.
+    ("retention-garbage", RETENTION_PATH, {"signedPayload": "hello"}, True),
+    ("retention-longest", RETENTION_PATH, {"signedPayload": long_text(16384)}, True),
+    ("retention-too-long", RETENTION_PATH, {"signedPayload": long_text(16385)}, False),
+    ("retention-empty", RETENTION_PATH, {"signedPayload": ""}, False),
+    ("retention-missing", RETENTION_PATH, {}, False),
+    ("retention-unknown-field", RETENTION_PATH, {"signedPayload": "hello", "bundleId": BUNDLE_ID}, False),
 ]
 
 

@@ -222,11 +222,17 @@ struct SignedDataVerifierTests {
         let notification = try NotificationTemplate(
             type: "TEST", uuid: "0b8a4d6e-1f2c-4e3d-9a8b-7c6d5e4f3a2b", bundleId: Self.bundleId, signedDate: Self.now
         ).sign(with: factory)
+        // A retention request names a subscription without a transaction, as renewal info does.
+        let retention = try RealtimeRequestTemplate(
+            originalTransactionId: "1000000000000001", productId: "com.example.pro.monthly", signedDate: Self.now
+        ).sign(with: factory)
         let cases: [(String, SignedDataKind)] = [
             (transaction, .renewalInfo), (transaction, .appTransaction), (renewal, .transaction),
             (renewal, .appTransaction), (app, .transaction), (app, .renewalInfo), (transaction, .notification),
             (renewal, .notification), (app, .notification), (notification, .transaction),
-            (notification, .renewalInfo), (notification, .appTransaction),
+            (notification, .renewalInfo), (notification, .appTransaction), (retention, .renewalInfo),
+            (retention, .transaction), (retention, .notification), (transaction, .realtimeRequest),
+            (renewal, .realtimeRequest), (app, .realtimeRequest), (notification, .realtimeRequest),
         ]
         for (token, kind) in cases {
             #expect {
@@ -235,7 +241,7 @@ struct SignedDataVerifierTests {
         }
         for (token, kind) in [
             (transaction, SignedDataKind.transaction), (renewal, .renewalInfo), (app, .appTransaction),
-            (notification, .notification),
+            (notification, .notification), (retention, .realtimeRequest),
         ] {
             #expect(throws: Never.self) { _ = try verifier.verify(token, kind: kind, bundleId: Self.bundleId) }
         }
@@ -302,6 +308,7 @@ struct AppVerifier {
         case .renewalInfo: _ = try trust.verify(token, as: JWSRenewalInfoPayload.self, with: verifier)
         case .appTransaction: _ = try trust.verify(token, as: AppTransactionPayload.self, with: verifier)
         case .notification: _ = try NotificationTrust(app: trust, appAppleId: nil).verify(token, with: verifier)
+        case .realtimeRequest: _ = try RealtimeRequestTrust(app: trust, appAppleId: nil).verify(token, with: verifier)
         }
         do {
             return try CompactJWS.decode(token).payload

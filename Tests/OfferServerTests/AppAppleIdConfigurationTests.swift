@@ -16,7 +16,8 @@ struct AppAppleIdConfigurationTests {
         try Configuration.parse(Array(text.utf8), baseDirectory: "/etc/offer-signer")
     }
 
-    static let warning = "$.apps[0].appAppleId: not set, so Production notifications from Apple for b are refused"
+    static let warning =
+        "$.apps[0].appAppleId: not set, so Production notifications and retention requests from Apple for b are refused"
 
     @Test("it is read as a 64-bit integer; absent, it is nil")
     func parsed() throws {

@@ -33,6 +33,8 @@ public struct AppDefinition: Sendable {
     public var appAppleId: Int64?
     /// How the app calls the App Store Server API; `nil` when it does not.
     public var appStoreServerAPI: AppStoreServerAPISettings?
+    /// What to answer Apple's Retention Messaging requests, in order: the first entry that applies answers.
+    public var retention: [RetentionEntry]
     /// The app's JSON path in the configuration, like `$.apps[0]`.
     public var path: String
 
@@ -53,7 +55,8 @@ public struct AppDefinition: Sendable {
         bundleId: String, issuerId: String, keys: [Key], activeKeyId: String? = nil, localTesting: Bool = false,
         offers: [Offer] = [], signaturesPerCustomerPerDay: Int = AppDefinition.defaultSignaturesPerCustomerPerDay,
         sandbox: SandboxPolicy = .separate, appAppleId: Int64? = nil,
-        appStoreServerAPI: AppStoreServerAPISettings? = nil, path: String = "$.apps[0]"
+        appStoreServerAPI: AppStoreServerAPISettings? = nil, retention: [RetentionEntry] = [],
+        path: String = "$.apps[0]"
     ) {
         self.bundleId = bundleId
         self.issuerId = issuerId
@@ -65,6 +68,7 @@ public struct AppDefinition: Sendable {
         self.sandbox = sandbox
         self.appAppleId = appAppleId
         self.appStoreServerAPI = appStoreServerAPI
+        self.retention = retention
         self.path = path
         self.appAppleId = appAppleId
     }
@@ -150,12 +154,16 @@ public struct AppDefinition: Sendable {
                 value, path: "\(path).appStoreServerAPI", keys: keys, refusesSandbox: sandbox == .refuse,
                 errors: &errors)
         }
+        var retention: [RetentionEntry] = []
+        if let entries = reader.array("retention", required: false, allowEmpty: true) {
+            retention = RetentionEntry.parseAll(entries, path: "\(path).retention", offers: offers, errors: &errors)
+        }
         reader.finish(into: &errors)
         guard let bundleId, let issuerId, let firstKey = keys.first else { return nil }
         return AppDefinition(
             bundleId: bundleId, issuerId: issuerId, keys: keys, activeKeyId: activeKeyId ?? firstKey.keyId,
             localTesting: localTesting, offers: offers,
             signaturesPerCustomerPerDay: perDay ?? defaultSignaturesPerCustomerPerDay, sandbox: sandbox,
-            appAppleId: appAppleId, appStoreServerAPI: serverAPI, path: path)
+            appAppleId: appAppleId, appStoreServerAPI: serverAPI, retention: retention, path: path)
     }
 }

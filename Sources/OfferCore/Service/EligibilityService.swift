@@ -250,24 +250,41 @@ public struct EligibilityService: Sendable {
             throw .storageUnavailable(error)
         }
         guard let state else { return freshest }
-        if let token = state.signedTransaction,
-            let stored = try? trust.verify(token, as: JWSTransactionPayload.self, with: verifier),
-            stored.environment == environment, stored.originalTransactionId == original,
-            FreshestFacts.isNewer(stored, than: transaction)
-        {
-            freshest.transaction = stored
+        let stored = verified(state, trust: trust, environment: environment, originalTransactionId: original)
+        if let storedTransaction = stored.transaction, FreshestFacts.isNewer(storedTransaction, than: transaction) {
+            freshest.transaction = storedTransaction
             freshest.transactionSource = .notification
         }
-        if let token = state.signedRenewalInfo,
-            let stored = try? trust.verify(token, as: JWSRenewalInfoPayload.self, with: verifier),
-            stored.environment == environment, stored.originalTransactionId == original,
+        if let storedRenewal = stored.renewalInfo,
             renewalInfo == nil || renewalInfo?.originalTransactionId == original,
-            FreshestFacts.isNewer(renewalSignedAt: stored.signedDate, than: renewalInfo?.signedDate)
+            FreshestFacts.isNewer(renewalSignedAt: storedRenewal.signedDate, than: renewalInfo?.signedDate)
         {
-            freshest.renewalInfo = stored
+            freshest.renewalInfo = storedRenewal
             freshest.renewalInfoSource = .notification
         }
         return freshest
+    }
+
+    /// The server-known state's transaction and renewal info, verified again as the app's data (`trust`): each is
+    /// kept only when it verifies (a tampered store, or a root no longer trusted, is not believed) and is of
+    /// `environment` and subscription `originalTransactionId`.
+    public func verified(
+        _ state: ServerKnownState, trust: AppTrust, environment: AppStoreEnvironment?, originalTransactionId: String
+    ) -> (transaction: JWSTransactionPayload?, renewalInfo: JWSRenewalInfoPayload?) {
+        let transaction = state.signedTransaction.flatMap {
+            try? trust.verify($0, as: JWSTransactionPayload.self, with: verifier)
+        }
+        let renewalInfo = state.signedRenewalInfo.flatMap {
+            try? trust.verify($0, as: JWSRenewalInfoPayload.self, with: verifier)
+        }
+        return (
+            transaction.flatMap {
+                $0.environment == environment && $0.originalTransactionId == originalTransactionId ? $0 : nil
+            },
+            renewalInfo.flatMap {
+                $0.environment == environment && $0.originalTransactionId == originalTransactionId ? $0 : nil
+            }
+        )
     }
 
     /// Hands the request's verified transaction to the redemption log (when there is one), before the counts are
@@ -304,7 +321,8 @@ public struct EligibilityService: Sendable {
         return offer
     }
 
-    private func decide(
+    /// `OfferDecision.decide` for `offer` of `app`, a ledger failure as `storage_unavailable`.
+    func decide(
         _ offer: Offer, _ app: Catalog.App, _ customer: VerifiedCustomer?, _ now: Int64, usage: (any UsageCounts)?
     ) throws(OfferError) -> OfferDecision {
         do {

@@ -83,6 +83,14 @@ public struct OfferError: Error, Sendable, Equatable, CustomStringConvertible {
 
     public static let internalError = OfferError(.internalError, "the server failed to handle the request")
 
+    /// No entry of the app's `retention` list applies: Apple shows its default message.
+    public static let noRetentionAnswer = OfferError(
+        .noRetentionAnswer, "no retention entry applies to this request; the App Store shows the default message")
+
+    /// The retention answer was not ready within its time budget: Apple shows its default message.
+    public static let deadlineExceeded = OfferError(
+        .deadlineExceeded, "the answer was not ready within the retention time budget; retry with the same request")
+
     /// The `Idempotency-Key` already named another request; a new request needs a new key.
     public static let idempotencyKeyReused = OfferError(
         .idempotencyKeyReused,

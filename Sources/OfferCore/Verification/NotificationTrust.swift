@@ -143,15 +143,7 @@ public struct NotificationAppPolicy: SignedDataPolicy {
             throw SignedDataError(.wrongEnvironment, "notification names no environment")
         }
         try environments.check(environment: environment.rawValue, origin: data.origin)
-        guard environment == .production else { return }
-        guard let appAppleId else {
-            throw SignedDataError(
-                .appAppleIdNotConfigured,
-                "Production notifications for \(bundleId) are refused: set the app's appAppleId in the configuration "
-                    + "(App Store Connect, App Information, Apple ID)")
-        }
-        guard identity.appAppleId == appAppleId else {
-            throw SignedDataError(.wrongApp, "notification is for another app (its appAppleId is not this app's)")
-        }
+        try AppAppleIdPolicy(bundleId: bundleId, appAppleId: appAppleId, noun: ("notification", "notifications"))
+            .check(found: identity.appAppleId, environment: environment)
     }
 }

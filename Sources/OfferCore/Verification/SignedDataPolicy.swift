@@ -7,12 +7,13 @@ public protocol SignedDataPolicy: Sendable {
 }
 
 /// The kinds of App Store signed data: what an app sends as proof of who the customer is, and what Apple's
-/// server sends the service (a notification's `signedPayload`).
+/// server sends the service (a notification's `signedPayload`, a Retention Messaging request's).
 public enum SignedDataKind: String, Sendable {
     case transaction
     case renewalInfo
     case appTransaction
     case notification
+    case realtimeRequest
 }
 
 /// Apple signs every kind with the same chain, so the payload's shape must say which it is: a transaction sent as
@@ -26,13 +27,18 @@ public struct PayloadKindPolicy: SignedDataPolicy {
     public func check(_ data: VerifiedJWS) throws(SignedDataError) {
         let hasTransactionId = data.payload["transactionId"] != nil
         let hasReceiptType = data.payload["receiptType"] != nil
+        // A retention request names a subscription (`originalTransactionId`) without a transaction, as renewal info
+        // does: its `requestIdentifier` tells the two apart.
+        let hasRequestIdentifier = data.payload["requestIdentifier"] != nil
         switch kind {
         case .transaction:
             guard hasTransactionId, !hasReceiptType else {
                 throw SignedDataError(.malformed, "signed data is not a transaction")
             }
         case .renewalInfo:
-            guard !hasTransactionId, !hasReceiptType, data.payload["originalTransactionId"] != nil else {
+            guard !hasTransactionId, !hasReceiptType, !hasRequestIdentifier,
+                data.payload["originalTransactionId"] != nil
+            else {
                 throw SignedDataError(.malformed, "signed data is not renewal info")
             }
         case .appTransaction:
@@ -44,6 +50,12 @@ public struct PayloadKindPolicy: SignedDataPolicy {
                 !hasTransactionId, !hasReceiptType
             else {
                 throw SignedDataError(.malformed, "signed data is not a notification")
+            }
+        case .realtimeRequest:
+            guard hasRequestIdentifier, data.payload["originalTransactionId"] != nil, !hasTransactionId,
+                !hasReceiptType, data.payload["notificationType"] == nil
+            else {
+                throw SignedDataError(.malformed, "signed data is not a retention request")
             }
         }
     }

@@ -103,6 +103,12 @@ public final class Metrics: Sendable {
                 "Subscriptions looked up at Apple for a decision (refresh, retention) by app and result: found, "
                 + "not_found, or why nothing was learnt (timeout, untrusted, storage_unavailable, ...).",
             type: "counter", index: 23)
+        public static let retentionAnswers = Family(
+            name: "offer_signer_retention_answers_total",
+            help:
+                "Retention Messaging requests from Apple by app, answer (message, alternate_product, promotional_offer, "
+                + "repeated, none, deadline, refused, ...) and where the customer's facts came from (state, lookup, "
+                + "none).", type: "counter", index: 24)
 
         /// The order families are rendered in.
         static let all: [Family] = [
@@ -111,6 +117,7 @@ public final class Metrics: Sendable {
             .offerBudgetRemaining, .offerReservations, .offerRedemptions, .notifications, .appleAPILookups,
             .appleAPILookupMilliseconds,
             .appleAPICalls, .appleAPICallMilliseconds, .appleAPICache, .appleAPIBreaker, .subscriptionLookups,
+            .retentionAnswers,
         ]
     }
 

@@ -13,6 +13,9 @@ struct SignatureRoutes {
     let nonce: OfferService.NonceSource
     let refresh: StateRefresh
 
+    /// Records the signatures: within limits and the abuse guard, once per idempotency key.
+    var issuer: SignatureIssuer { SignatureIssuer(ledger: ledger) }
+
     var routes: [Route] {
         [
             .async("POST", "/v1/signatures/promotional-offer", promotionalOffer),
@@ -96,42 +99,22 @@ struct SignatureRoutes {
                 issuedAt: context.now, requestId: context.requestId,
                 idempotency: idempotency?.recorded(answer: answerBody), namespace: namespace,
                 signatureTTL: limits?.signatureTTL ?? OfferLimits.defaultSignatureTTL)
-            let perDay = app.definition.signaturesPerCustomerPerDay
-            let now = context.now
             let answer = HTTPResponse.ok(answerBody)
-            // Counted only when there is something to count: an identified customer (the abuse guard) or limits.
-            let admit: (@Sendable (OfferUsage) -> Bool)? =
-                customerKey == nil && limits == nil
-                ? nil
-                : { @Sendable usage in
-                    LimitPolicy.dailyAllowance(perDay: perDay, usage: usage, customerKey: customerKey, now: now) == nil
-                        && (limits.map { LimitPolicy.allows($0, usage: usage, customerKey: customerKey) } ?? true)
+            issuer.issue(signature, decision: verdict.decision, app: app, log: context.log) { result in
+                switch result {
+                case .success(.issued):
+                    context.recordDecision("eligible", offer: verdict.offer.id, reasons: [])
+                    context.record { $0.signature = (body.format.rawValue, key.keyId) }
+                    respond(.success(answer))
+                case .success(.repeated(let previous)):
+                    respond(repeated(previous, idempotency, offerId: verdict.offer.id, context))
+                case .success(.refused(let error)):
+                    let decision = error.code == .customerRateLimited ? "rate_limited" : "not_eligible"
+                    context.recordDecision(decision, offer: verdict.offer.id, reasons: error.reasons)
+                    respond(.failure(error))
+                case .failure(let error):
+                    respond(.failure(error))
                 }
-            record(signature, context, respond, admit: admit) { outcome in
-                // The same request under the same key, recorded by the writer after this one's look-up above
-                // (a client's retry while its first request waited for the commit).
-                if let previous = outcome.previous {
-                    return repeated(previous, idempotency, offerId: verdict.offer.id, context)
-                }
-                guard outcome.recorded else {
-                    if let wait = LimitPolicy.dailyAllowance(
-                        perDay: perDay, usage: outcome.usage, customerKey: customerKey, now: now)
-                    {
-                        context.recordDecision("rate_limited", offer: verdict.offer.id, reasons: [])
-                        return .failure(OfferError.customerRateLimited(perDay: perDay, retryAfter: wait))
-                    }
-                    let limited = verdict.replacingDecision(
-                        verdict.decision.replacingLimits(
-                            with: LimitPolicy.evaluate(
-                                limits ?? OfferLimits(), usage: outcome.usage, customerKey: customerKey,
-                                path: verdict.offer.path)))
-                    let reasons = limited.decision.outcome.reasons
-                    context.recordDecision("not_eligible", offer: verdict.offer.id, reasons: reasons)
-                    return .failure(OfferError.notEligible(reasons))
-                }
-                context.recordDecision("eligible", offer: verdict.offer.id, reasons: [])
-                context.record { $0.signature = (body.format.rawValue, key.keyId) }
-                return .success(answer)
             }
         } catch {
             respond(.failure(error))
@@ -195,40 +178,22 @@ struct SignatureRoutes {
                 format: IssuedSignature.introductoryFormat, issuedAt: context.now, requestId: context.requestId,
                 idempotency: idempotency?.recorded(answer: answerBody), namespace: verdict.namespace)
             let answer = HTTPResponse.ok(answerBody)
-            record(signature, context, respond, admit: nil) { outcome in
-                if let previous = outcome.previous {
-                    return repeated(previous, idempotency, offerId: verdict.offer.id, context)
+            issuer.record(signature, admit: nil, log: context.log) { result in
+                switch result {
+                case .success(let outcome):
+                    if let previous = outcome.previous {
+                        respond(repeated(previous, idempotency, offerId: verdict.offer.id, context))
+                        return
+                    }
+                    context.recordDecision(allow ? "allowed" : "denied", offer: verdict.offer.id, reasons: reasons)
+                    context.record { $0.signature = ("introductory", key.keyId) }
+                    respond(.success(answer))
+                case .failure(let error):
+                    respond(.failure(error))
                 }
-                context.recordDecision(allow ? "allowed" : "denied", offer: verdict.offer.id, reasons: reasons)
-                context.record { $0.signature = ("introductory", key.keyId) }
-                return .success(answer)
             }
         } catch {
             respond(.failure(error))
-        }
-    }
-
-    /// Records `signature` and answers with what `answer` makes of the outcome, once the record is durable.
-    /// Without a ledger (`"storage": "none"`, allowed only when no offer has limits) nothing is recorded and the
-    /// signature is admitted as it is.
-    private func record(
-        _ signature: IssuedSignature, _ context: RequestContext, _ respond: @escaping Route.Respond,
-        admit: (@Sendable (OfferUsage) -> Bool)?,
-        answer: @escaping @Sendable (LedgerOutcome) -> Result<HTTPResponse, any Error>
-    ) {
-        guard let ledger else {
-            let outcome = LedgerOutcome(recorded: admit?(.none) ?? true, usage: .none)
-            respond(answer(outcome))
-            return
-        }
-        ledger.record(signature, admit: admit) { result in
-            switch result {
-            case .success(let outcome):
-                respond(answer(outcome))
-            case .failure(let error):
-                context.log.error("ledger failure", [("kind", error.kind.rawValue), ("error", error.description)])
-                respond(.failure(OfferError.storageUnavailable))
-            }
         }
     }
 
@@ -236,14 +201,9 @@ struct SignatureRoutes {
     private func previousAnswer(
         _ idempotency: Idempotency?, bundleId: String, _ context: RequestContext
     ) throws(OfferError) -> PreviousAnswer? {
-        guard let idempotency, let ledger else { return nil }
-        do {
-            return try ledger.previousAnswer(
-                bundleId: bundleId, idempotencyKey: idempotency.key, validFrom: idempotency.validFrom)
-        } catch {
-            context.log.error("ledger failure", [("kind", error.kind.rawValue), ("error", error.description)])
-            throw OfferError.storageUnavailable
-        }
+        guard let idempotency else { return nil }
+        return try issuer.previousAnswer(
+            bundleId: bundleId, key: idempotency.key, validFrom: idempotency.validFrom, log: context.log)
     }
 
     /// The same signature again for the same request; 422 for another request under the same key.

@@ -9,7 +9,7 @@ public enum ErrorMapping {
     static let statuses: [ErrorCode: Int] = [
         .invalidRequest: 400, .untrustedSignedData: 400, .wrongOfferType: 400, .productNotCovered: 400,
         .notEligible: 403, .unknownApp: 404, .unknownOffer: 404, .idempotencyKeyReused: 422, .customerRateLimited: 429,
-        .storageUnavailable: 503, .internalError: 500,
+        .storageUnavailable: 503, .internalError: 500, .noRetentionAnswer: 404, .deadlineExceeded: 503,
     ]
 
     /// The HTTP status of a domain error code (500 when unmapped).

@@ -38,8 +38,8 @@ public struct RateLimitMiddleware: Middleware {
 }
 
 /// Counts requests by route and status, and what handlers recorded: decisions, refusals by reason, limits
-/// reached, refused signed data by its failed check (every refusal, wherever it was found), and notifications from
-/// Apple by type and result.
+/// reached, refused signed data by its failed check (every refusal, wherever it was found), notifications from
+/// Apple by type and result, and retention answers by answer and source of facts.
 public struct MetricsMiddleware: Middleware {
     let metrics: Metrics
 
@@ -54,6 +54,9 @@ public struct MetricsMiddleware: Middleware {
         }
         if let notification = facts.notification {
             metrics.increment(.notifications, ["app": app, "type": notification.type, "result": notification.result])
+        }
+        if let retention = facts.retention {
+            metrics.increment(.retentionAnswers, ["app": app, "answer": retention.answer, "facts": retention.facts])
         }
         guard let offer = facts.offer, let decision = facts.decision else { return }
         if let signature = facts.signature {

@@ -41,6 +41,10 @@ public final class RequestContext: Sendable {
         /// When the request's subscription was looked up at Apple before deciding (`StateRefresh`): `found`,
         /// `not_found`, or why nothing was learnt (`timeout`, `circuit_open`, ...).
         public var refresh: String?
+        /// For a retention request from Apple: the answer (`message`, `alternate_product`, `promotional_offer`,
+        /// `repeated`, `none`, `deadline`, `refused`, ...) and where the customer's facts came from (`state`,
+        /// `lookup`, `none`).
+        public var retention: (answer: String, facts: String)?
     }
 
     init(

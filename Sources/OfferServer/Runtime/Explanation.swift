@@ -197,7 +197,7 @@ public struct Explanation: Sendable {
             text: lines.joined(separator: "\n"))
     }
 
-    private static func failed(status: Int? = nil, _ error: OfferError, lines: [String]) -> Explanation {
+    static func failed(status: Int? = nil, _ error: OfferError, lines: [String]) -> Explanation {
         let status = status ?? ErrorMapping.status(of: error.code)
         var detail = "\(error.code.rawValue): \(error.message)"
         if let field = error.field { detail += " (field \(field))" }
@@ -207,7 +207,7 @@ public struct Explanation: Sendable {
             text: (lines + ["decision: the service answers \(status) \(detail)"]).joined(separator: "\n"))
     }
 
-    private static func customerLine(_ customer: VerifiedCustomer?) -> String {
+    static func customerLine(_ customer: VerifiedCustomer?) -> String {
         guard let facts = customer?.facts else { return "customer: unverified (no signed data)" }
         var parts: [String] = []
         parts.append("key=\(facts.customerKey ?? "absent")")

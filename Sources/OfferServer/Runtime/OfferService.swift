@@ -29,10 +29,14 @@ public final class OfferService: Sendable {
     public let subscriptionLookup: AppStoreSubscriptionLookup?
     private let router: Router
 
+    /// `appStoreClient`: the HTTPS client the App Store Server API lookups use (`subscriptionLookup`); `nil` for
+    /// none. `lookup`: where a retention request's facts are looked up when the ledger holds no state for the
+    /// subscription, in place of `subscriptionLookup` (tests pass their own).
     public init(
         snapshot: Snapshot, ledger: (any Ledger)?, rateLimit: Settings.RateLimit? = nil, clock: @escaping Clock,
         nonce: NonceSource? = nil, metrics: Metrics = Metrics(),
-        log: Logger = Logger(level: .info), appStoreClient: HTTPSClient? = nil
+        log: Logger = Logger(level: .info), appStoreClient: HTTPSClient? = nil,
+        lookup: (any SubscriptionLookup)? = nil
     ) {
         let current = SnapshotBox(snapshot)
         self.current = current
@@ -43,12 +47,12 @@ public final class OfferService: Sendable {
         self.metrics = metrics
         self.log = log
         metrics.set(.configuration, ["configuration": snapshot.configuration], to: 1)
-        let lookup = appStoreClient.map {
+        let appStoreLookup = appStoreClient.map {
             AppStoreSubscriptionLookup(
                 snapshot: snapshot, ledger: ledger, client: $0, clock: clock, metrics: metrics, log: log)
         }
-        subscriptionLookup = lookup
-        let refresh = StateRefresh(lookup: lookup)
+        subscriptionLookup = appStoreLookup
+        let refresh = StateRefresh(lookup: appStoreLookup)
         var api: [any Middleware] = [AccessLogMiddleware(), MetricsMiddleware(metrics)]
         if let rateLimit { api.append(RateLimitMiddleware(rateLimit)) }
         let operations: [any Middleware] = [MetricsMiddleware(metrics)]
@@ -56,7 +60,11 @@ public final class OfferService: Sendable {
         let routes =
             SignatureRoutes(ledger: ledger, nonce: nonce, refresh: refresh).routes
             + EligibilityRoutes(refresh: refresh).routes
-            + NotificationRoutes(ledger: ledger).routes + HealthRoutes(ledger: ledger, metrics: metrics).routes
+            + NotificationRoutes(ledger: ledger).routes
+            + RetentionRoutes(
+                issuer: SignatureIssuer(ledger: ledger), lookup: lookup ?? appStoreLookup, nonce: nonce,
+                answers: RetentionAnswers()
+            ).routes + HealthRoutes(ledger: ledger, metrics: metrics).routes
         self.router = Router(
             routes: routes, middleware: [.api: api, .operations: operations, .apple: apple],
             unmatchedMiddleware: [AccessLogMiddleware(), MetricsMiddleware(metrics)], snapshot: current.get,

@@ -17,4 +17,7 @@ public struct Snapshot: Sendable {
 
     /// Apple's notifications, verified against the same catalog and trust.
     public var notifications: NotificationReceiver { NotificationReceiver(eligibility) }
+
+    /// Apple's Retention Messaging requests, answered from the same catalog, trust and ledger.
+    public var retention: RetentionService { RetentionService(eligibility) }
 }

@@ -54,13 +54,14 @@ extension Configuration {
                         + "signatures only; set \"sandbox\": \"refuse\" if this deployment must not serve them")
             }
         }
-        // Apple's verifier checks a Production notification's appAppleId; without it they are all refused.
+        // Apple's verifier checks a Production notification's (and retention request's) appAppleId; without it they
+        // are all refused.
         if !settings.trust.rootCertificateFiles.isEmpty && trusted.contains(.production) {
             for app in apps where app.appAppleId == nil {
                 out.append(
-                    "\(app.path).appAppleId: not set, so Production notifications from Apple for \(app.bundleId) are "
-                        + "refused (400 app_apple_id_not_configured); set it to the app's Apple ID (App Store Connect, "
-                        + "App Information) before entering the notification URL")
+                    "\(app.path).appAppleId: not set, so Production notifications and retention requests from Apple "
+                        + "for \(app.bundleId) are refused (400 app_apple_id_not_configured); set it to the app's Apple "
+                        + "ID (App Store Connect, App Information) before entering the notification or retention URL")
             }
         }
         // A refresh keeps what Apple says in the ledger, where the decision reads it.
