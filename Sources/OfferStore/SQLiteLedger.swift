@@ -248,7 +248,8 @@ public final class SQLiteLedger: Ledger {
 
     public func signature(nonce: String) throws(LedgerError) -> IssuedSignature? {
         try read { (connection) throws(LedgerError) -> IssuedSignature? in
-            try connection.rows(Query.selectSignature, [.text(nonce)], columns: 9).first.map(Self.signature)
+            try connection.rows(Query.selectSignature, [.text(nonce)], columns: 9).first.map(
+                IssuedSignature.init(ledgerRow:))
         }
     }
 
@@ -265,7 +266,8 @@ public final class SQLiteLedger: Ledger {
 
     public func history(customerKey: String) throws(LedgerError) -> [IssuedSignature] {
         try read { (connection) throws(LedgerError) -> [IssuedSignature] in
-            try connection.rows(Query.customerHistory, [.text(customerKey)], columns: 9).map(Self.signature)
+            try connection.rows(Query.customerHistory, [.text(customerKey)], columns: 9).map(
+                IssuedSignature.init(ledgerRow:))
         }
     }
 
@@ -285,15 +287,6 @@ public final class SQLiteLedger: Ledger {
             try? connection.execute("PRAGMA wal_checkpoint(TRUNCATE)")
             return erased
         }
-    }
-
-    /// A row of `selectSignature`'s columns.
-    private static func signature(_ row: [String?]) -> IssuedSignature {
-        let app = LedgerNamespace.parse(storedApp: row[0] ?? "")
-        return IssuedSignature(
-            bundleId: app.bundleId, offerId: row[1] ?? "", productId: row[7] ?? "", customerKey: row[2],
-            nonce: row[3] ?? "", keyId: row[4] ?? "", format: row[5] ?? "", issuedAt: Int64(row[6] ?? "") ?? 0,
-            requestId: row[8], namespace: app.namespace)
     }
 
     public func release(nonce: String) throws(LedgerError) {
@@ -637,18 +630,8 @@ extension SQLiteLedger {
 
     public func actions() throws(LedgerError) -> [LedgerAction] {
         try read { (connection) throws(LedgerError) -> [LedgerAction] in
-            try connection.rows(OpsQuery.actions, [], columns: 7).map(Self.action)
+            try connection.rows(OpsQuery.actions, [], columns: 7).map(LedgerAction.init(ledgerRow:))
         }
-    }
-
-    /// A row of `OpsQuery.actions`' columns.
-    static func action(_ row: [String?]) -> LedgerAction {
-        let app = LedgerNamespace.parse(storedApp: row[2] ?? "")
-        return LedgerAction(
-            at: Int64(row[0] ?? "") ?? 0, kind: LedgerAction.Kind(rawValue: row[1] ?? "") ?? .grant,
-            bundleId: app.bundleId, namespace: app.namespace, offerId: row[3] ?? "",
-            subject: LedgerAction.subject(storedCustomerKey: row[4]), count: Int(row[5] ?? "") ?? 0,
-            reason: row[6] ?? "")
     }
 
     public func purge(before: Int64, now: Int64) throws(LedgerError) -> Int {

@@ -306,7 +306,7 @@ public final class PostgreSQLLedger: Ledger {
 
     public func signature(nonce: String) throws(LedgerError) -> IssuedSignature? {
         try pool.withConnection { (connection) throws(LedgerError) -> IssuedSignature? in
-            try connection.rows(Statement.selectSignature, [nonce]).first.map(Self.signature)
+            try connection.rows(Statement.selectSignature, [nonce]).first.map(IssuedSignature.init(ledgerRow:))
         }
     }
 
@@ -323,7 +323,7 @@ public final class PostgreSQLLedger: Ledger {
 
     public func history(customerKey: String) throws(LedgerError) -> [IssuedSignature] {
         try pool.withConnection { (connection) throws(LedgerError) -> [IssuedSignature] in
-            try connection.rows(Statement.customerHistory, [customerKey]).map(Self.signature)
+            try connection.rows(Statement.customerHistory, [customerKey]).map(IssuedSignature.init(ledgerRow:))
         }
     }
 
@@ -361,15 +361,6 @@ public final class PostgreSQLLedger: Ledger {
     /// (55P03, kind `timeout`) while another session holds a lock that would block the writer (`LOCK TABLE`, a
     /// migration, `VACUUM FULL`), and on a server that is read-only (a standby).
     static let writeProbe = "LOCK TABLE issued_signatures, offer_totals IN ROW EXCLUSIVE MODE NOWAIT"
-
-    /// A row of `selectSignature`'s columns.
-    private static func signature(_ row: [String?]) -> IssuedSignature {
-        let app = LedgerNamespace.parse(storedApp: row[0] ?? "")
-        return IssuedSignature(
-            bundleId: app.bundleId, offerId: row[1] ?? "", productId: row[7] ?? "", customerKey: row[2],
-            nonce: row[3] ?? "", keyId: row[4] ?? "", format: row[5] ?? "", issuedAt: Int64(row[6] ?? "") ?? 0,
-            requestId: row[8], namespace: app.namespace)
-    }
 
     /// Every count in one statement, so they come from one snapshot; `rows` runs it. The offer's places are
     /// counted in full only the first time in a group: after that the statement corrects the places `counts` kept.
@@ -952,14 +943,7 @@ extension PostgreSQLLedger {
 
     public func actions() throws(LedgerError) -> [LedgerAction] {
         try pool.withConnection { (connection) throws(LedgerError) -> [LedgerAction] in
-            try connection.rows(OpsStatement.actions).map { row in
-                let app = LedgerNamespace.parse(storedApp: row[2] ?? "")
-                return LedgerAction(
-                    at: Int64(row[0] ?? "") ?? 0, kind: LedgerAction.Kind(rawValue: row[1] ?? "") ?? .grant,
-                    bundleId: app.bundleId, namespace: app.namespace, offerId: row[3] ?? "",
-                    subject: LedgerAction.subject(storedCustomerKey: row[4]), count: Int(row[5] ?? "") ?? 0,
-                    reason: row[6] ?? "")
-            }
+            try connection.rows(OpsStatement.actions).map(LedgerAction.init(ledgerRow:))
         }
     }
 
