@@ -314,12 +314,11 @@ struct OfferKitTests {
 
     @Test("a service nobody listens on any more is a transport error: cannotConnect, after quick retries")
     func stoppedServer() async throws {
-        let deployment = try Deployment.make()
-        defer { deployment.remove() }
-        let server = try ServerProcess(configPath: deployment.configurationPath)
-        #expect(server.stop() == 0)
+        // A port bound but never listened on refuses every connection, and no other test's server can take it
+        // meanwhile (a stopped server's port could be given to the next one started in parallel).
+        let reserved = try ReservedPort()
         let client = OfferClient(
-            baseURL: server.baseURL, bundleId: Deployment.bundleId,
+            baseURL: URL(string: "http://127.0.0.1:\(reserved.port)")!, bundleId: Deployment.bundleId,
             options: OfferClient.Options(retryBaseDelay: 0.01, retryMaxDelay: 0.02))
         let signing = await #expect(throws: OfferKitError.self) {
             try await client.promotionalOffer(productId: Self.product, offerId: "open_offer")
@@ -477,4 +476,35 @@ final class Redirector: @unchecked Sendable {
     }
 
     deinit { stop() }
+}
+
+/// A loopback TCP port bound but not listening, for as long as this lives: connecting to it is refused.
+private final class ReservedPort {
+    let port: Int
+    private let fd: Int32
+
+    struct Failure: Error {}
+
+    init() throws {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        guard fd >= 0 else { throw Failure() }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_port = 0
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        let bound = withUnsafeMutablePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                bind(fd, $0, length) == 0 && getsockname(fd, $0, &length) == 0
+            }
+        }
+        guard bound else {
+            close(fd)
+            throw Failure()
+        }
+        self.fd = fd
+        port = Int(UInt16(bigEndian: address.sin_port))
+    }
+
+    deinit { close(fd) }
 }
