@@ -859,12 +859,8 @@ extension SQLiteLedger {
 
     public func redemptions(customerKey: String) throws(LedgerError) -> [RecordedRedemption] {
         try read { (connection) throws(LedgerError) -> [RecordedRedemption] in
-            try connection.rows(NotificationQuery.customerRedemptions, [.text(customerKey)], columns: 8).map { row in
-                let app = LedgerNamespace.parse(storedApp: row[0] ?? "")
-                return RecordedRedemption(
-                    bundleId: app.bundleId, namespace: app.namespace, offerId: row[1] ?? "", customerKey: customerKey,
-                    transactionId: row[2] ?? "", redeemedAt: Int64(row[3] ?? "") ?? 0,
-                    offerType: row[4].flatMap { Int($0) }, nonce: row[5], revokedAt: row[6].flatMap { Int64($0) })
+            try connection.rows(NotificationQuery.customerRedemptions, [.text(customerKey)], columns: 8).map {
+                RecordedRedemption(ledgerRow: $0, customerKey: customerKey)
             }
         }
     }

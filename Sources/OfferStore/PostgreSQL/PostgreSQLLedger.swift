@@ -1192,12 +1192,8 @@ extension PostgreSQLLedger {
 
     public func redemptions(customerKey: String) throws(LedgerError) -> [RecordedRedemption] {
         try pool.withConnection { (connection) throws(LedgerError) -> [RecordedRedemption] in
-            try connection.rows(NotificationStatement.customerRedemptions, [customerKey]).map { row in
-                let app = LedgerNamespace.parse(storedApp: row[0] ?? "")
-                return RecordedRedemption(
-                    bundleId: app.bundleId, namespace: app.namespace, offerId: row[1] ?? "", customerKey: customerKey,
-                    transactionId: row[2] ?? "", redeemedAt: Int64(row[3] ?? "") ?? 0,
-                    offerType: row[4].flatMap { Int($0) }, nonce: row[5], revokedAt: row[6].flatMap { Int64($0) })
+            try connection.rows(NotificationStatement.customerRedemptions, [customerKey]).map {
+                RecordedRedemption(ledgerRow: $0, customerKey: customerKey)
             }
         }
     }
