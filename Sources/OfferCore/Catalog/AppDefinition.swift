@@ -37,6 +37,9 @@ public struct AppDefinition: Sendable {
     public var retention: [RetentionEntry]
     /// The app's JSON path in the configuration, like `$.apps[0]`.
     public var path: String
+    /// Its offers and retention entries as a catalog document (`CatalogDocument.json`): what `catalog: "storage"`
+    /// imports as version 1 and `catalog export` writes.
+    public var catalogJSON: [UInt8]
 
     /// The abuse guard's default.
     public static let defaultSignaturesPerCustomerPerDay = 10
@@ -56,7 +59,7 @@ public struct AppDefinition: Sendable {
         offers: [Offer] = [], signaturesPerCustomerPerDay: Int = AppDefinition.defaultSignaturesPerCustomerPerDay,
         sandbox: SandboxPolicy = .separate, appAppleId: Int64? = nil,
         appStoreServerAPI: AppStoreServerAPISettings? = nil, retention: [RetentionEntry] = [],
-        path: String = "$.apps[0]"
+        catalogJSON: [UInt8] = Array(#"{"offers":[],"retention":[]}"#.utf8), path: String = "$.apps[0]"
     ) {
         self.bundleId = bundleId
         self.issuerId = issuerId
@@ -69,8 +72,8 @@ public struct AppDefinition: Sendable {
         self.appAppleId = appAppleId
         self.appStoreServerAPI = appStoreServerAPI
         self.retention = retention
+        self.catalogJSON = catalogJSON
         self.path = path
-        self.appAppleId = appAppleId
     }
 
     /// Parses the configuration's `apps` array (at `$.apps`). Relative key paths resolve against `baseDirectory`.
@@ -126,17 +129,8 @@ public struct AppDefinition: Sendable {
             errors.append(ConfigError(path: "\(path).activeKeyId", "no key with keyId \(activeKeyId) in this app"))
         }
         let localTesting = reader.bool("localTesting") ?? false
-        var offers: [Offer] = []
-        if let offerValues = reader.array("offers", allowEmpty: true) {
-            for (index, offerValue) in offerValues.enumerated() {
-                let offerPath = "\(path).offers[\(index)]"
-                guard let offer = Offer.parse(offerValue, path: offerPath, errors: &errors) else { continue }
-                if offers.contains(where: { $0.id == offer.id }) {
-                    errors.append(ConfigError(path: "\(offerPath).id", "duplicate offer id \(offer.id)"))
-                }
-                offers.append(offer)
-            }
-        }
+        // Offers and retention entries are read after the keys and before the rest, as a catalog document is.
+        let catalog = CatalogDocument.read(&reader, errors: &errors)
         let perDay = reader.int("signaturesPerCustomerPerDay", range: 1...1_000_000)
         var sandbox = SandboxPolicy.separate
         if let text = reader.string("sandbox", required: false) {
@@ -154,16 +148,14 @@ public struct AppDefinition: Sendable {
                 value, path: "\(path).appStoreServerAPI", keys: keys, refusesSandbox: sandbox == .refuse,
                 errors: &errors)
         }
-        var retention: [RetentionEntry] = []
-        if let entries = reader.array("retention", required: false, allowEmpty: true) {
-            retention = RetentionEntry.parseAll(entries, path: "\(path).retention", offers: offers, errors: &errors)
-        }
         reader.finish(into: &errors)
         guard let bundleId, let issuerId, let firstKey = keys.first else { return nil }
         return AppDefinition(
             bundleId: bundleId, issuerId: issuerId, keys: keys, activeKeyId: activeKeyId ?? firstKey.keyId,
-            localTesting: localTesting, offers: offers,
+            localTesting: localTesting, offers: catalog.offers,
             signaturesPerCustomerPerDay: perDay ?? defaultSignaturesPerCustomerPerDay, sandbox: sandbox,
-            appAppleId: appAppleId, appStoreServerAPI: serverAPI, retention: retention, path: path)
+            appAppleId: appAppleId, appStoreServerAPI: serverAPI, retention: catalog.retention,
+            catalogJSON: catalog.json,
+            path: path)
     }
 }
