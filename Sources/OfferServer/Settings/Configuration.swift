@@ -58,6 +58,12 @@ public struct Configuration: Sendable {
                     "is \"none\", but \(limited.path) has limits, which need a ledger: use \"sqlite:PATH\" (the "
                         + "default) or \"postgresql://...\" (or \"memory\" for tests)"))
         }
+        if settings.catalog == .storage && (settings.storage == .none) {
+            errors.append(
+                ConfigError(
+                    path: "$.catalog",
+                    "is \"storage\", which keeps the catalog's versions in the storage, but $.storage is \"none\""))
+        }
         guard errors.isEmpty else { throw ConfigErrors(errors) }
         return Configuration(path: path, settings: settings, apps: apps, hash: Hex.encode(SHA256.hash(bytes).prefix(6)))
     }

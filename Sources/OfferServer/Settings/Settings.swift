@@ -51,6 +51,18 @@ public struct Settings: Sendable {
     public static let defaultLedgerFile = "offer-signer-ledger.sqlite"
     public var trust = Trust()
     public var logging = Logging()
+    /// Where the apps' offers and retention entries come from.
+    public var catalog = CatalogMode.file
+
+    /// Where the apps' offers and retention entries come from: the `catalog` setting.
+    public enum CatalogMode: String, Sendable, Equatable, CaseIterable {
+        /// The configuration file's `apps` (the default): changed by editing the file and reloading; the admin
+        /// API's write routes answer 409 `catalog_is_file`.
+        case file
+        /// Published versions in the storage, edited through the admin API and `offer-signer catalog import`. The
+        /// file's offers are imported as version 1 of each app that has none; afterwards they are ignored.
+        case storage
+    }
 
     public init() {}
 
@@ -85,6 +97,13 @@ public struct Settings: Sendable {
             settings.trust = parseTrust(trust, baseDirectory: baseDirectory, errors: &errors)
         }
         if let logging = reader.value("logging") { settings.logging = parseLogging(logging, errors: &errors) }
+        if let mode = reader.string("catalog", required: false) {
+            if let catalog = CatalogMode(rawValue: mode) {
+                settings.catalog = catalog
+            } else {
+                errors.append(ConfigError(path: "$.catalog", "expected \"file\" or \"storage\", found \"\(mode)\""))
+            }
+        }
         _ = reader.value("apps")
         return settings
     }
