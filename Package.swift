@@ -34,9 +34,12 @@ let package = Package(
         // The App Store Server API client: HTTPS over libcurl, the authentication JWT, lookups with a cache, a
         // circuit breaker and Apple's rate limits. No Foundation.
         .target(name: "OfferAppStore", dependencies: ["OfferAPI", "OfferCore", "OfferCrypto", "CCurl"]),
+        // The web console's HTML, CSS and JavaScript are compiled into the binary (`PackageResources`): nothing to
+        // install beside it, nothing loaded from elsewhere.
         .target(
             name: "OfferServer",
-            dependencies: ["OfferAPI", "OfferCore", "OfferCrypto", "OfferStore", "OfferAppStore", "CMicroHTTPD"]),
+            dependencies: ["OfferAPI", "OfferCore", "OfferCrypto", "OfferStore", "OfferAppStore", "CMicroHTTPD"],
+            resources: [.embedInCode("Console")]),
         // The test kit: test CA, Apple-like signed data, and a client that calls the service in process. Depends on
         // the server; the server never depends on it.
         .target(
