@@ -6,7 +6,7 @@
 SHELL := /bin/bash
 .DEFAULT_GOAL := help
 
-APT_PACKAGES := libssl-dev libmicrohttpd-dev libsqlite3-dev libpq-dev libcurl4-openssl-dev postgresql nginx pkg-config openssl curl wrk
+APT_PACKAGES := libssl-dev libmicrohttpd-dev libsqlite3-dev libpq-dev libcurl4-openssl-dev postgresql nginx pkg-config openssl curl wrk chromium chromium-driver
 VENV := .venv
 PYTHON ?= python3
 HOST ?= 127.0.0.1
