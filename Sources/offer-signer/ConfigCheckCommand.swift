@@ -16,8 +16,9 @@ enum ConfigCheckCommand {
             }
             now = parsed
         }
-        let (configuration, catalog) = try ServeCommand.loadConfiguration(path)
-        _ = try ServeCommand.snapshot(configuration, catalog: catalog, ledger: nil)
+        let (configuration, served) = try ServeCommand.loadConfiguration(path)
+        let catalog = served.catalog
+        _ = try ServeCommand.snapshot(configuration, catalog: served, ledger: nil)
         let settings = configuration.settings
         do {
             // Opening runs the ledger's migrations, as the service would at start.
