@@ -30,7 +30,6 @@ enum ServeCommand {
             }
             log.format = format
         }
-        for warning in configuration.warnings(at: SystemClock.nowMilliseconds()) { log.warning(warning) }
         let host = options["host"] ?? settings.listen.host
         var port = settings.listen.port
         if let text = options["port"] {
@@ -84,6 +83,9 @@ enum ServeCommand {
         }
         let served = try loadCatalog(configuration, store: adminStore)
         let catalog = served.catalog
+        for warning in configuration.warnings(at: SystemClock.nowMilliseconds(), served: served) {
+            log.warning(warning)
+        }
         // One HTTPS client for every lookup at the App Store Server API, whatever reloads bring: idle, it holds no
         // thread.
         let appStoreClient: HTTPSClient
@@ -176,10 +178,13 @@ enum ServeCommand {
             if next.listen != now.listen || next.rateLimit != now.rateLimit || next.logging != now.logging {
                 log.warning("reload: changes to listen, rateLimit or logging take effect only after a restart")
             }
-            for warning in configuration.warnings(at: SystemClock.nowMilliseconds()) { log.warning(warning) }
             let catalog: Catalog
             do {
-                catalog = try runtime.apply(configuration).catalog
+                let served = try runtime.apply(configuration)
+                catalog = served.catalog
+                for warning in configuration.warnings(at: SystemClock.nowMilliseconds(), served: served) {
+                    log.warning(warning)
+                }
             } catch {
                 throw CommandError(describe(error, path: path))
             }
