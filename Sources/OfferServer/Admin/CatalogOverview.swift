@@ -86,6 +86,49 @@ public enum CatalogOverview {
         ])
     }
 
+    /// Days of activity `stats` shows by default, and at most.
+    public static let defaultDays = 30
+    public static let dayRange = 1...400
+
+    /// `{"offerId","issued","redeemed","reserved","remaining","conversion","daily":[{"day","issued","redeemed"}]}`:
+    /// an offer's Production figures and its activity per UTC day over the last `days` days (today included),
+    /// every day listed, empty ones as zeros. `nil` when the app serves no such offer.
+    public static func stats(
+        _ app: Catalog.App, offerId: String, days: Int, ledger: (any Ledger)?, now: Int64
+    ) throws(LedgerError) -> JSONValue? {
+        guard let offer = app.offer(offerId) else { return nil }
+        let firstDay = (now / UsageKey.day - Int64(days - 1)) * UsageKey.day
+        var statistics: OfferStatistics?
+        var activity: [String: OfferDay] = [:]
+        if let ledger {
+            statistics = try ledger.statistics(
+                bundleId: app.bundleId, namespace: .production, offerId: offer.id, limits: offer.limits, now: now,
+                totals: try ledger.offerTotals())
+            for day in try ledger.activity(
+                bundleId: app.bundleId, namespace: .production, offerId: offer.id, since: firstDay)
+            {
+                activity[day.day] = day
+            }
+        }
+        var daily: [JSONValue] = []
+        for index in 0..<Int64(days) {
+            let day = OfferDailyTotal.day(of: firstDay + index * UsageKey.day)
+            let figures = activity[day] ?? OfferDay(day: day, issued: 0, redeemed: 0)
+            daily.append(
+                .object([
+                    "day": .string(day), "issued": .int(Int64(figures.issued)),
+                    "redeemed": .int(Int64(figures.redeemed)),
+                ]))
+        }
+        var members: [String: JSONValue] = ["offerId": .string(offer.id), "daily": .array(daily)]
+        if case .object(let figures)? = statistics.map(Self.figures) {
+            members.merge(figures) { first, _ in first }
+        } else {
+            for name in ["issued", "redeemed", "reserved", "remaining", "conversion"] { members[name] = .null }
+        }
+        return .object(members)
+    }
+
     /// One offer: identity, state, window, rule as text, limits and figures.
     static func describe(_ offer: Offer, state: State, statistics: OfferStatistics?) -> JSONValue {
         var limits = JSONValue.null

@@ -27,6 +27,8 @@ public final class OfferService: Sendable {
     /// `any SubscriptionLookup`). Made once, with the service; a reload updates it, keeping the clients (caches,
     /// breakers) of apps whose API settings did not change. `nil` without an HTTPS client.
     public let subscriptionLookup: AppStoreSubscriptionLookup?
+    /// The latest decisions of the public routes, for the admin API (`GET /admin/v1/decisions`).
+    public let recentDecisions = RecentDecisions()
     private let router: Router
 
     /// `appStoreClient`: the HTTPS client the App Store Server API lookups use (`subscriptionLookup`); `nil` for
@@ -53,7 +55,9 @@ public final class OfferService: Sendable {
         }
         subscriptionLookup = appStoreLookup
         let refresh = StateRefresh(lookup: appStoreLookup)
-        var api: [any Middleware] = [AccessLogMiddleware(), MetricsMiddleware(metrics)]
+        var api: [any Middleware] = [
+            AccessLogMiddleware(), MetricsMiddleware(metrics), RecentDecisionsMiddleware(recentDecisions),
+        ]
         if let rateLimit { api.append(RateLimitMiddleware(rateLimit)) }
         let operations: [any Middleware] = [MetricsMiddleware(metrics)]
         let apple: [any Middleware] = [AccessLogMiddleware(), MetricsMiddleware(metrics)]
