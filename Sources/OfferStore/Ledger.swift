@@ -70,6 +70,12 @@ public protocol Ledger: UsageCounts, RedemptionLog, SubscriptionStates {
     func purge(before: Int64, now: Int64) throws(LedgerError) -> Int
     /// What the purge kept of the signatures it deleted, per offer and day, ordered by app, offer and day.
     func dailyTotals() throws(LedgerError) -> [OfferDailyTotal]
+    /// An offer's activity per UTC day from `since` (Unix ms) on, oldest first, days without any left out: the
+    /// signatures issued that day (records kept, and the daily totals of purged ones) and the redemptions recorded
+    /// that day. Anonymous.
+    func activity(
+        bundleId: String, namespace: LedgerNamespace, offerId: String, since: Int64
+    ) throws(LedgerError) -> [OfferDay]
     /// Records what a verified notification from Apple teaches, in one transaction, so a crash never leaves it
     /// recorded without its effects (Apple's retry would then be a duplicate): its `notificationUUID` (seen before:
     /// `.duplicate`, nothing else done); its transaction through the same redemption logic as `observe`; a refund

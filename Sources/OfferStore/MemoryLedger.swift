@@ -373,6 +373,32 @@ extension MemoryLedger {
         records.withLock { $0.purge(before: before, answersBefore: now - IssuedSignature.Idempotency.window) }
     }
 
+    public func activity(
+        bundleId: String, namespace: LedgerNamespace, offerId: String, since: Int64
+    ) throws(LedgerError) -> [OfferDay] {
+        let app = namespace.storedApp(bundleId)
+        let firstDay = OfferDailyTotal.day(of: since)
+        return records.withLock { records in
+            var parts: [OfferDay] = []
+            for signature in records.signatures.values
+            where signature.namespace.storedApp(signature.bundleId) == app && signature.offerId == offerId
+                && signature.issuedAt >= since
+            {
+                parts.append(OfferDay(day: OfferDailyTotal.day(of: signature.issuedAt), issued: 1, redeemed: 0))
+            }
+            for (key, total) in records.dailyTotals
+            where key.offer.app == app && key.offer.offerId == offerId && key.day >= firstDay {
+                parts.append(OfferDay(day: key.day, issued: total.issued, redeemed: 0))
+            }
+            for redemption in records.redemptions.values
+            where redemption.offer.app == app && redemption.offer.offerId == offerId && redemption.purchaseDate >= since
+            {
+                parts.append(OfferDay(day: OfferDailyTotal.day(of: redemption.purchaseDate), issued: 0, redeemed: 1))
+            }
+            return OfferDay.merged(parts)
+        }
+    }
+
     public func dailyTotals() throws(LedgerError) -> [OfferDailyTotal] {
         records.withLock { records in
             records.dailyTotals.map { key, total in

@@ -662,6 +662,21 @@ extension SQLiteLedger {
         return purged
     }
 
+    public func activity(
+        bundleId: String, namespace: LedgerNamespace, offerId: String, since: Int64
+    ) throws(LedgerError) -> [OfferDay] {
+        try read { (connection) throws(LedgerError) -> [OfferDay] in
+            let values: [Connection.Value] = [
+                .text(namespace.storedApp(bundleId)), .text(offerId), .integer(since),
+                .text(OfferDailyTotal.day(of: since)),
+            ]
+            return OfferDay.merged(
+                try connection.rows(OpsQuery.activity, values, columns: 3).map { row in
+                    OfferDay(day: row[0] ?? "", issued: Int(row[1] ?? "") ?? 0, redeemed: Int(row[2] ?? "") ?? 0)
+                })
+        }
+    }
+
     public func dailyTotals() throws(LedgerError) -> [OfferDailyTotal] {
         try read { (connection) throws(LedgerError) -> [OfferDailyTotal] in
             try connection.rows(OpsQuery.dailyTotals, [], columns: 5).map { row in
@@ -724,6 +739,17 @@ extension SQLiteLedger {
             """
         static let dailyTotals = """
             SELECT bundle_id, offer_id, day, issued, redeemed FROM offer_daily_totals ORDER BY bundle_id, offer_id, day
+            """
+        /// An offer's signatures issued per UTC day (records, then purged daily totals) and its redemptions per
+        /// day, from ?3 (Unix ms; ?4 its day) on: rows of (day, issued, redeemed) that `OfferDay.merged` adds up.
+        static let activity = """
+            SELECT strftime('%Y-%m-%d', issued_at_ms / 1000, 'unixepoch'), count(*), 0 FROM issued_signatures
+            WHERE bundle_id = ?1 AND offer_id = ?2 AND issued_at_ms >= ?3 GROUP BY 1
+            UNION ALL
+            SELECT day, issued, 0 FROM offer_daily_totals WHERE bundle_id = ?1 AND offer_id = ?2 AND day >= ?4
+            UNION ALL
+            SELECT strftime('%Y-%m-%d', redeemed_at_ms / 1000, 'unixepoch'), 0, count(*) FROM redemptions
+            WHERE bundle_id = ?1 AND offer_id = ?2 AND redeemed_at_ms >= ?3 GROUP BY 1
             """
     }
 }

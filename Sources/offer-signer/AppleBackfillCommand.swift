@@ -25,7 +25,8 @@ enum AppleBackfillCommand {
             }
             environment = AppStoreEnvironment(rawValue: name)
         }
-        let (configuration, catalog) = try ServeCommand.loadConfiguration(try options.required("config"))
+        let (configuration, served) = try ServeCommand.loadConfiguration(try options.required("config"))
+        let catalog = served.catalog
         let callers = catalog.order.filter { catalog.apps[$0]?.definition.appStoreServerAPI != nil }
         let apps: [String]
         if let named = options["app"] {
@@ -53,7 +54,7 @@ enum AppleBackfillCommand {
         } catch let error as LedgerError {
             throw CommandError(error.description)
         }
-        let receiver = try ServeCommand.snapshot(configuration, catalog: catalog, ledger: ledger).notifications
+        let receiver = try ServeCommand.snapshot(configuration, catalog: served, ledger: ledger).notifications
         let client: HTTPSClient
         do {
             client = try HTTPSClient()

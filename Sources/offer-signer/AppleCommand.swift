@@ -20,7 +20,8 @@ enum AppleCommand {
         let options = try Arguments(arguments, valued: ["config", "app", "transaction"])
         guard options.positionals.isEmpty else { throw UsageError("unexpected argument \(options.positionals[0])") }
         let transactionId = try options.required("transaction")
-        let (configuration, catalog) = try ServeCommand.loadConfiguration(try options.required("config"))
+        let (configuration, served) = try ServeCommand.loadConfiguration(try options.required("config"))
+        let catalog = served.catalog
         let callers = catalog.order.filter { catalog.apps[$0]?.definition.appStoreServerAPI != nil }
         let bundleId: String
         if let named = options["app"] {

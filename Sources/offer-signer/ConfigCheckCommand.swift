@@ -16,8 +16,9 @@ enum ConfigCheckCommand {
             }
             now = parsed
         }
-        let (configuration, catalog) = try ServeCommand.loadConfiguration(path)
-        _ = try ServeCommand.snapshot(configuration, catalog: catalog, ledger: nil)
+        let (configuration, served) = try ServeCommand.loadConfiguration(path)
+        let catalog = served.catalog
+        _ = try ServeCommand.snapshot(configuration, catalog: served, ledger: nil)
         let settings = configuration.settings
         do {
             // Opening runs the ledger's migrations, as the service would at start.
@@ -32,6 +33,8 @@ enum ConfigCheckCommand {
             "trust: \(settings.trust.rootCertificateFiles.count) root certificate(s); environments "
                 + settings.trust.environments.map(\.rawValue).joined(separator: ", "),
             "logging: \(settings.logging.level.label), \(settings.logging.format.rawValue)",
+            "catalog: \(settings.catalog.rawValue)"
+                + (settings.catalog == .storage ? " (published versions in the storage)" : " (this file's offers)"),
         ]
         if settings.storage != .none {
             lines.insert(
@@ -50,10 +53,16 @@ enum ConfigCheckCommand {
                 let curve = catalog.apps[app.bundleId]?.keys[key.keyId]?.key.curveName ?? "?"
                 lines.append("  key \(key.keyId): \(role), \(curve), \(key.privateKeyFile)")
             }
-            for offer in app.offers { lines += describe(offer, now: now) }
-            for (index, entry) in app.retention.enumerated() { lines += describe(entry, index: index) }
+            let servedApp = catalog.apps[app.bundleId]?.definition ?? app
+            if settings.catalog == .storage {
+                lines.append(
+                    served.versions[app.bundleId].map { "  catalog version \($0) (published)" }
+                        ?? "  catalog: no published version yet; the file's offers become version 1 at start")
+            }
+            for offer in servedApp.offers { lines += describe(offer, now: now) }
+            for (index, entry) in servedApp.retention.enumerated() { lines += describe(entry, index: index) }
         }
-        for warning in configuration.warnings(at: now) { lines.append("WARNING \(warning)") }
+        for warning in configuration.warnings(at: now, served: served) { lines.append("WARNING \(warning)") }
         Console.out(lines.joined(separator: "\n"))
         return 0
     }

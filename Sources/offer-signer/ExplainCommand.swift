@@ -19,7 +19,8 @@ enum ExplainCommand {
                 "signed-app-transaction", "at", "retention",
             ])
         guard options.positionals.isEmpty else { throw UsageError("unexpected argument \(options.positionals[0])") }
-        let (configuration, catalog) = try ServeCommand.loadConfiguration(try options.required("config"))
+        let (configuration, served) = try ServeCommand.loadConfiguration(try options.required("config"))
+        let catalog = served.catalog
         var now = SystemClock.nowMilliseconds()
         if let at = options["at"] {
             guard let parsed = ISO8601.parse(at) else {
@@ -28,7 +29,7 @@ enum ExplainCommand {
             now = parsed
         }
         if let source = options["retention"] {
-            return try explainRetention(source, options, configuration: configuration, catalog: catalog, now: now)
+            return try explainRetention(source, options, configuration: configuration, catalog: served, now: now)
         }
         // The request as the app sends it (bytes, checked as the service checks a body), or built from options.
         var body: [UInt8]?
@@ -54,8 +55,10 @@ enum ExplainCommand {
         // The ledger is read (counts, server-known state), never written.
         let service: EligibilityService
         do {
-            service = try OfferService.snapshot(configuration, catalog: catalog, ledger: ledger, writes: false)
-                .eligibility
+            service = try OfferService.snapshot(
+                configuration, catalog: catalog, versions: served.versions, ledger: ledger, writes: false
+            )
+            .eligibility
         } catch {
             throw CommandError(ServeCommand.describe(error, path: configuration.path))
         }
@@ -74,7 +77,7 @@ enum ExplainCommand {
     /// `--retention FILE`: a Retention Messaging request as Apple posts it for app `--bundle-id` (else the only
     /// app): the body `{"signedPayload": "..."}`, or the JWS alone.
     private static func explainRetention(
-        _ source: String, _ options: Arguments, configuration: Configuration, catalog: Catalog, now: Int64
+        _ source: String, _ options: Arguments, configuration: Configuration, catalog: ServedCatalog, now: Int64
     ) throws -> Int32 {
         for option in [
             "request", "offer", "product-id", "signed-transaction", "signed-renewal-info", "signed-app-transaction",
@@ -86,14 +89,18 @@ enum ExplainCommand {
         guard var body = bytes else { throw CommandError("\(source): cannot read the retention request") }
         let text = String(decoding: body, as: UTF8.self).filter { !$0.isWhitespace }
         if !text.hasPrefix("{") { body = RealtimeRequestBody(signedPayload: text).jsonBytes }
-        guard let bundleId = options["bundle-id"] ?? (catalog.order.count == 1 ? catalog.order.first : nil) else {
+        guard
+            let bundleId = options["bundle-id"]
+                ?? (catalog.catalog.order.count == 1 ? catalog.catalog.order.first : nil)
+        else {
             throw UsageError(
                 "several apps are configured; choose the one of the retention URL with --bundle-id")
         }
         let (ledger, ledgerNote) = openLedger(configuration.settings.storage)
         let snapshot: Snapshot
         do {
-            snapshot = try OfferService.snapshot(configuration, catalog: catalog, ledger: ledger, writes: false)
+            snapshot = try OfferService.snapshot(
+                configuration, catalog: catalog.catalog, versions: catalog.versions, ledger: ledger, writes: false)
         } catch {
             throw CommandError(ServeCommand.describe(error, path: configuration.path))
         }

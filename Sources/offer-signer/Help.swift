@@ -26,12 +26,32 @@ enum Help {
           ledger reset               set an offer's counts, or one customer's, to zero
           ledger actions             every grant and reset, with its reason
           ledger purge               delete the records older than ledgerRetentionDays (totals are kept)
+          catalog export             write the apps' live offers and retention entries as JSON (for git)
+          catalog import             make a JSON file of offers the apps' drafts, or publish it as new versions
           apple status               one customer's subscriptions from the App Store Server API, verified
           apple backfill             take in the notifications Apple sent in a period (after an outage)
           testkit                    make test certificates and Apple-like signed data for integration tests;
                                      run a fake App Store Server API
 
         Run `offer-signer <command> --help` for a command's options. `offer-signer --version` prints the version.
+        """
+
+    static let catalog = """
+        Usage: offer-signer catalog export --config FILE [--app BUNDLE [--version N]]
+               offer-signer catalog import --config FILE --file JSON [--app BUNDLE] [--publish [--message TEXT]]
+
+        Moves the apps' offers and retention entries to and from a JSON file in the configuration's
+        format: {"apps": [{"bundleId": "...", "offers": [...], "retention": [...]}]}, so a team can keep
+        its catalog in git and publish it from CI while others use the admin console.
+        `export` writes the catalog served to standard output, indented: with "catalog": "storage" each
+        app's live published version (--version N, with --app, an earlier one), else the configuration
+        file's offers. Standard error says which version of each app it wrote.
+        `import` validates the file as `config check` validates an app's offers (errors name their JSON
+        path) and needs "catalog": "storage". Without --publish each app's document becomes its draft, for
+        review in the console; with --publish it is published at once as the app's next version, with
+        --message (default "imported from FILE"), unless it equals the live version (then nothing changes,
+        so CI may run it on every commit). Every change is in the audit log, by "cli".
+        Safe while the service runs: replicas serve a published version within seconds.
         """
 
     static let serve = """

@@ -15,7 +15,7 @@ enum ServeCommand {
         let options = try Arguments(arguments, valued: ["config", "host", "port", "log-level", "log-format"])
         guard options.positionals.isEmpty else { throw UsageError("unexpected argument \(options.positionals[0])") }
         let configPath = try options.required("config")
-        let (configuration, catalog) = try loadConfiguration(configPath)
+        let configuration = try readConfiguration(configPath)
         let settings = configuration.settings
         var log = Logger(level: settings.logging.level, format: settings.logging.format)
         if let label = options["log-level"] {
@@ -30,7 +30,6 @@ enum ServeCommand {
             }
             log.format = format
         }
-        for warning in configuration.warnings(at: SystemClock.nowMilliseconds()) { log.warning(warning) }
         let host = options["host"] ?? settings.listen.host
         var port = settings.listen.port
         if let text = options["port"] {
@@ -70,6 +69,23 @@ enum ServeCommand {
         } catch {
             throw CommandError(error.description)
         }
+        // The catalog's versions (`catalog: "storage"`) live beside the ledger; apps without one get the file's offers
+        // as version 1.
+        let adminStore: (any AdminStore)?
+        do {
+            adminStore = settings.catalog == .storage ? try settings.storage.openAdmin() : nil
+            if let adminStore {
+                _ = try CatalogRuntime.importFileOffers(
+                    configuration, store: adminStore, at: SystemClock.nowMilliseconds(), log: log)
+            }
+        } catch let error as LedgerError {
+            throw CommandError("cannot open the catalog's storage: \(error.description)")
+        }
+        let served = try loadCatalog(configuration, store: adminStore)
+        let catalog = served.catalog
+        for warning in configuration.warnings(at: SystemClock.nowMilliseconds(), served: served) {
+            log.warning(warning)
+        }
         // One HTTPS client for every lookup at the App Store Server API, whatever reloads bring: idle, it holds no
         // thread.
         let appStoreClient: HTTPSClient
@@ -79,8 +95,10 @@ enum ServeCommand {
             throw CommandError(error.message)
         }
         let service = OfferService(
-            snapshot: try snapshot(configuration, catalog: catalog, ledger: ledger), ledger: ledger,
+            snapshot: try snapshot(configuration, catalog: served, ledger: ledger), ledger: ledger,
             rateLimit: settings.rateLimit, clock: SystemClock.nowMilliseconds, log: log, appStoreClient: appStoreClient)
+        let runtime = CatalogRuntime(service: service, configuration: configuration, store: adminStore, log: log)
+        runtime.start()
         let server = HTTPServer(limits: limits, handler: service.handle)
         do {
             try server.start(host: host, port: port)
@@ -104,13 +122,13 @@ enum ServeCommand {
             ])
 
         var received: Int32 = 0
-        var running = configuration
         while true {
             sigwait(&signals, &received)
             guard received == SIGHUP else { break }
-            running = reload(configPath, into: service, running: running, log: log, report: &report) ?? running
-            purger?.retentionDays = running.settings.ledgerRetentionDays
+            reload(configPath, into: service, runtime: runtime, log: log, report: &report)
+            purger?.retentionDays = runtime.current.settings.ledgerRetentionDays
         }
+        runtime.stop()
         purger?.stop()
         log.info("stopping after requests in flight", [("signal", String(received))])
         server.stop(graceSeconds: 10)
@@ -138,10 +156,11 @@ enum ServeCommand {
     /// need a restart.
     /// The outcome goes to the reload report, for `offer-signer reload`.
     static func reload(
-        _ path: String, into service: OfferService, running: Configuration, log: Logger, report: inout ReloadReport
-    ) -> Configuration? {
+        _ path: String, into service: OfferService, runtime: CatalogRuntime, log: Logger, report: inout ReloadReport
+    ) {
+        let running = runtime.current
         do {
-            let (configuration, catalog) = try loadConfiguration(path)
+            let configuration = try readConfiguration(path)
             let next = configuration.settings
             let now = running.settings
             // The ledger is opened once, at start: a catalog whose limits need another ledger (or one where there
@@ -151,12 +170,21 @@ enum ServeCommand {
                     "$.storage: changed from \(now.storage) to \(next.storage); the ledger is opened at start, so "
                         + "restart the service to use it")
             }
+            guard next.catalog == now.catalog else {
+                throw CommandError(
+                    "$.catalog: changed from \"\(now.catalog.rawValue)\" to \"\(next.catalog.rawValue)\"; restart the "
+                        + "service to change where the catalog comes from")
+            }
             if next.listen != now.listen || next.rateLimit != now.rateLimit || next.logging != now.logging {
                 log.warning("reload: changes to listen, rateLimit or logging take effect only after a restart")
             }
-            for warning in configuration.warnings(at: SystemClock.nowMilliseconds()) { log.warning(warning) }
+            let catalog: Catalog
             do {
-                try service.replace(configuration, catalog: catalog)
+                let served = try runtime.apply(configuration)
+                catalog = served.catalog
+                for warning in configuration.warnings(at: SystemClock.nowMilliseconds(), served: served) {
+                    log.warning(warning)
+                }
             } catch {
                 throw CommandError(describe(error, path: path))
             }
@@ -170,7 +198,6 @@ enum ServeCommand {
             report.publishNext(
                 .ok, "reloaded \(path): \(catalog.apps.count) app(s) with \(catalog.keyCount) key(s)",
                 configuration: configuration.hash, log: log)
-            return configuration
         } catch let error as CommandError {
             service.recordReload(succeeded: false)
             log.error("reload failed; still serving the previous configuration: \(error.message)")
@@ -180,23 +207,49 @@ enum ServeCommand {
             log.error("reload failed; still serving the previous configuration")
             report.publishNext(.failed, "the configuration did not load", configuration: running.hash, log: log)
         }
-        return nil
     }
 
-    /// Reads the configuration file and loads its keys; every problem is reported with its JSON path.
-    static func loadConfiguration(_ path: String) throws -> (Configuration, Catalog) {
+    /// Reads the configuration file and loads its catalog with its keys; every problem is reported with its JSON
+    /// path. With `catalog: "storage"` the offers are the storage's newest published versions (opened here, so
+    /// for commands that do not serve).
+    static func loadConfiguration(_ path: String) throws -> (Configuration, ServedCatalog) {
+        let configuration = try readConfiguration(path)
+        var store: (any AdminStore)?
+        if configuration.settings.catalog == .storage {
+            do {
+                store = try configuration.settings.storage.openAdmin()
+            } catch {
+                throw CommandError("cannot open the catalog's storage: \(error.description)")
+            }
+        }
+        return (configuration, try loadCatalog(configuration, store: store))
+    }
+
+    /// Reads and validates the configuration file, without loading keys.
+    static func readConfiguration(_ path: String) throws -> Configuration {
         do {
-            let configuration = try Configuration.read(path: path)
-            return (configuration, try configuration.loadCatalog())
+            return try Configuration.read(path: path)
         } catch {
             throw CommandError(describe(error, path: path))
         }
     }
 
-    /// The service's first snapshot (roots loaded), with errors as `loadConfiguration` reports them.
-    static func snapshot(_ configuration: Configuration, catalog: Catalog, ledger: (any Ledger)?) throws -> Snapshot {
+    /// Loads the catalog `configuration` serves, keys included (see `ServedCatalog.load`).
+    static func loadCatalog(_ configuration: Configuration, store: (any AdminStore)?) throws -> ServedCatalog {
         do {
-            return try OfferService.snapshot(configuration, catalog: catalog, ledger: ledger)
+            return try ServedCatalog.load(configuration, store: store)
+        } catch {
+            throw CommandError(describe(error, path: configuration.path))
+        }
+    }
+
+    /// The service's first snapshot (roots loaded), with errors as `loadConfiguration` reports them.
+    static func snapshot(
+        _ configuration: Configuration, catalog: ServedCatalog, ledger: (any Ledger)?
+    ) throws -> Snapshot {
+        do {
+            return try OfferService.snapshot(
+                configuration, catalog: catalog.catalog, versions: catalog.versions, ledger: ledger)
         } catch {
             throw CommandError(describe(error, path: configuration.path))
         }

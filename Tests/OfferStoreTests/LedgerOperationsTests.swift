@@ -291,6 +291,44 @@ extension LedgerTests {
         #expect(try ledger.dailyTotals().count == 4)
     }
 
+    @Test(
+        "an offer's activity per day counts the signatures kept and purged alike, and redemptions on their own day",
+        arguments: Kind.allCases)
+    func activity(kind: Kind) throws {
+        let ledger = try make(kind)
+        let now = Self.now
+        let old = now - 40 * Self.day  // 2026-12-06T08:00:00Z
+        try Self.add(Self.signature("a", nonce: "s1", at: old), to: ledger)
+        // Redeemed 20 hours later: 2026-12-07.
+        #expect(
+            try ledger.observe(Self.transaction("t1", customer: "a", offer: "o1", at: old + 72_000_000))
+                == .redeemed(nonce: "s1"))
+        try Self.add(Self.signature("b", nonce: "s2", at: old + 3_600_000), to: ledger)
+        try Self.add(Self.signature("c", offer: "o2", nonce: "s3", at: old), to: ledger)
+        var sandbox = Self.signature("a", nonce: "s4", at: old)
+        sandbox.namespace = .sandbox
+        try Self.add(sandbox, to: ledger)
+        try Self.add(Self.signature("b", nonce: "s5", at: now - 1000), to: ledger)
+        let expected = [
+            OfferDay(day: "2026-12-06", issued: 2, redeemed: 0), OfferDay(day: "2026-12-07", issued: 0, redeemed: 1),
+            OfferDay(day: OfferDailyTotal.day(of: now - 1000), issued: 1, redeemed: 0),
+        ]
+        func activity(
+            _ namespace: LedgerNamespace = .production, offer: String = "o1", since: Int64
+        ) throws
+            -> [OfferDay]
+        {
+            try ledger.activity(bundleId: "com.example", namespace: namespace, offerId: offer, since: since)
+        }
+        #expect(try activity(since: old - Self.day) == expected)
+        #expect(try ledger.purge(before: now - 30 * Self.day, now: now) == 4)
+        #expect(try activity(since: old - Self.day) == expected)
+        #expect(try activity(since: now - 2 * Self.day) == [expected[2]])
+        #expect(try activity(offer: "o2", since: old) == [OfferDay(day: "2026-12-06", issued: 1, redeemed: 0)])
+        #expect(try activity(.sandbox, since: old) == [OfferDay(day: "2026-12-06", issued: 1, redeemed: 0)])
+        #expect(try activity(offer: "none", since: old).isEmpty)
+    }
+
     @Test("the purge deletes more than one batch, each counted once", arguments: Kind.allCases)
     func purgeBatches(kind: Kind) throws {
         let ledger = try make(kind)

@@ -109,6 +109,10 @@ public final class Metrics: Sendable {
                 "Retention Messaging requests from Apple by app, answer (message, alternate_product, promotional_offer, "
                 + "repeated, none, deadline, refused, ...) and where the customer's facts came from (state, lookup, "
                 + "none).", type: "counter", index: 24)
+        public static let catalogVersion = Family(
+            name: "offer_signer_catalog_version",
+            help: "The published catalog version served for each app (catalog \"storage\").", type: "gauge",
+            index: 25)
 
         /// The order families are rendered in.
         static let all: [Family] = [
@@ -117,7 +121,7 @@ public final class Metrics: Sendable {
             .offerBudgetRemaining, .offerReservations, .offerRedemptions, .notifications, .appleAPILookups,
             .appleAPILookupMilliseconds,
             .appleAPICalls, .appleAPICallMilliseconds, .appleAPICache, .appleAPIBreaker, .subscriptionLookups,
-            .retentionAnswers,
+            .retentionAnswers, .catalogVersion,
         ]
     }
 

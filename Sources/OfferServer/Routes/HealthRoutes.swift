@@ -46,8 +46,11 @@ struct HealthRoutes {
                     message: OfferError.storageUnavailable.message)
             }
         }
+        let snapshot = context.snapshot
         let reply = ReadinessResponse(
-            apps: catalog.apps.count, keys: catalog.keyCount, configuration: context.snapshot.configuration)
+            apps: catalog.apps.count, keys: catalog.keyCount, configuration: snapshot.configuration,
+            catalog: ReadinessResponse.CatalogState(
+                source: snapshot.catalogSource.rawValue, versions: snapshot.catalogVersions))
         return .ok(reply.jsonBytes)
     }
 }

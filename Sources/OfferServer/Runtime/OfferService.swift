@@ -27,6 +27,8 @@ public final class OfferService: Sendable {
     /// `any SubscriptionLookup`). Made once, with the service; a reload updates it, keeping the clients (caches,
     /// breakers) of apps whose API settings did not change. `nil` without an HTTPS client.
     public let subscriptionLookup: AppStoreSubscriptionLookup?
+    /// The latest decisions of the public routes, for the admin API (`GET /admin/v1/decisions`).
+    public let recentDecisions = RecentDecisions()
     private let router: Router
 
     /// `appStoreClient`: the HTTPS client the App Store Server API lookups use (`subscriptionLookup`); `nil` for
@@ -46,14 +48,16 @@ public final class OfferService: Sendable {
         self.nonce = nonce
         self.metrics = metrics
         self.log = log
-        metrics.set(.configuration, ["configuration": snapshot.configuration], to: 1)
+        Self.publish(snapshot, to: metrics)
         let appStoreLookup = appStoreClient.map {
             AppStoreSubscriptionLookup(
                 snapshot: snapshot, ledger: ledger, client: $0, clock: clock, metrics: metrics, log: log)
         }
         subscriptionLookup = appStoreLookup
         let refresh = StateRefresh(lookup: appStoreLookup)
-        var api: [any Middleware] = [AccessLogMiddleware(), MetricsMiddleware(metrics)]
+        var api: [any Middleware] = [
+            AccessLogMiddleware(), MetricsMiddleware(metrics), RecentDecisionsMiddleware(recentDecisions),
+        ]
         if let rateLimit { api.append(RateLimitMiddleware(rateLimit)) }
         let operations: [any Middleware] = [MetricsMiddleware(metrics)]
         let apple: [any Middleware] = [AccessLogMiddleware(), MetricsMiddleware(metrics)]
@@ -74,14 +78,18 @@ public final class OfferService: Sendable {
     /// Builds the service's first snapshot: the catalog's keys and the trust's roots loaded. Decisions read the
     /// ledger's counts and server-known state; with `writes` (the service) they also record the redemptions the
     /// request's data shows, without (`explain`) they never write.
+    /// `versions`: the published version of each app's catalog that `catalog` holds (`catalog: "storage"`).
     public static func snapshot(
-        _ configuration: Configuration, catalog: Catalog, ledger: (any Ledger)?, writes: Bool = true
+        _ configuration: Configuration, catalog: Catalog, versions: [String: Int64] = [:], ledger: (any Ledger)?,
+        writes: Bool = true
     ) throws(ConfigErrors) -> Snapshot {
         let eligibility = EligibilityService(
             catalog: catalog, verifier: try configuration.loadVerifier(),
             environments: Set(configuration.settings.trust.environments), usage: ledger,
             redemptions: writes ? ledger : nil, states: ledger)
-        return Snapshot(eligibility: eligibility, configuration: configuration.hash)
+        return Snapshot(
+            eligibility: eligibility, configuration: configuration.hash,
+            catalogSource: configuration.settings.catalog, catalogVersions: versions)
     }
 
     /// The configuration requests are served from now.
@@ -90,11 +98,22 @@ public final class OfferService: Sendable {
     /// Serves later requests from `configuration` with `catalog`; requests in flight finish with the one they
     /// started with. The ledger is kept: its records outlive configurations; so are the lookups' clients of apps
     /// whose `appStoreServerAPI`, key and `appAppleId` did not change.
-    public func replace(_ configuration: Configuration, catalog: Catalog) throws(ConfigErrors) {
-        let next = try Self.snapshot(configuration, catalog: catalog, ledger: ledger)
+    /// `versions`: the published version of each app's catalog that `catalog` holds (`catalog: "storage"`).
+    public func replace(
+        _ configuration: Configuration, catalog: Catalog, versions: [String: Int64] = [:]
+    ) throws(ConfigErrors) {
+        let next = try Self.snapshot(configuration, catalog: catalog, versions: versions, ledger: ledger)
         current.set(next)
         subscriptionLookup?.update(next)
-        metrics.set(.configuration, ["configuration": next.configuration], to: 1)
+        Self.publish(next, to: metrics)
+    }
+
+    /// The configuration and catalog versions in force, as metrics.
+    private static func publish(_ snapshot: Snapshot, to metrics: Metrics) {
+        metrics.set(.configuration, ["configuration": snapshot.configuration], to: 1)
+        metrics.replace(
+            .catalogVersion,
+            with: snapshot.catalogVersions.sorted { $0.key < $1.key }.map { (["app": $0.key], Int($0.value)) })
     }
 
     /// Counts a reload's outcome (`ok` or `failed`).

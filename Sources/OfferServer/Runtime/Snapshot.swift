@@ -7,10 +7,20 @@ public struct Snapshot: Sendable {
     public let eligibility: EligibilityService
     /// Which configuration is loaded: the hash of the file (see `Configuration.hash`).
     public let configuration: String
+    /// Where the offers come from: the file, or the published versions in the storage.
+    public let catalogSource: Settings.CatalogMode
+    /// With `catalogSource` `.storage`: the published version served for each app that has one (apps without one
+    /// serve the file's offers). Empty for `.file`.
+    public let catalogVersions: [String: Int64]
 
-    public init(eligibility: EligibilityService, configuration: String) {
+    public init(
+        eligibility: EligibilityService, configuration: String, catalogSource: Settings.CatalogMode = .file,
+        catalogVersions: [String: Int64] = [:]
+    ) {
         self.eligibility = eligibility
         self.configuration = configuration
+        self.catalogSource = catalogSource
+        self.catalogVersions = catalogVersions
     }
 
     public var catalog: Catalog { eligibility.catalog }

@@ -2,9 +2,21 @@ import OfferCore
 
 extension Configuration {
     /// What does not stop the service but ops must see, at `now` (Unix ms): printed at start, on reload and by
-    /// `config check`.
-    public func warnings(at now: Int64) -> [String] {
+    /// `config check`. `served`: the catalog served (`catalog: "storage"`: published versions in place of some
+    /// apps' file offers), whose offers the warnings are about.
+    public func warnings(at now: Int64, served: ServedCatalog? = nil) -> [String] {
         var out: [String] = []
+        var apps = self.apps
+        if let served {
+            apps = apps.map { served.catalog.apps[$0.bundleId]?.definition ?? $0 }
+            for app in self.apps {
+                guard let version = served.versions[app.bundleId] else { continue }
+                out.append(
+                    "\(app.path).offers: ignored: catalog is \"storage\" and \(app.bundleId) serves published version "
+                        + "\(version); change its offers in the admin console or API, or with `offer-signer catalog "
+                        + "import`")
+            }
+        }
         if settings.storage == .none {
             out.append(
                 "$.storage: \"none\", so there is no ledger: signatures are not recorded, Idempotency-Key has no "

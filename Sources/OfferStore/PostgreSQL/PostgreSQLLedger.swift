@@ -970,6 +970,18 @@ extension PostgreSQLLedger {
         return purged
     }
 
+    public func activity(
+        bundleId: String, namespace: LedgerNamespace, offerId: String, since: Int64
+    ) throws(LedgerError) -> [OfferDay] {
+        try pool.withConnection { (connection) throws(LedgerError) -> [OfferDay] in
+            let parameters = [namespace.storedApp(bundleId), offerId, String(since), OfferDailyTotal.day(of: since)]
+            return OfferDay.merged(
+                try connection.rows(OpsStatement.activity, parameters).map { row in
+                    OfferDay(day: row[0] ?? "", issued: Int(row[1] ?? "") ?? 0, redeemed: Int(row[2] ?? "") ?? 0)
+                })
+        }
+    }
+
     public func dailyTotals() throws(LedgerError) -> [OfferDailyTotal] {
         try pool.withConnection { (connection) throws(LedgerError) -> [OfferDailyTotal] in
             try connection.rows(OpsStatement.dailyTotals).map { row in
@@ -1050,6 +1062,19 @@ extension PostgreSQLLedger {
             """
             SELECT bundle_id, offer_id, day, issued, redeemed FROM offer_daily_totals
             ORDER BY bundle_id COLLATE "C", offer_id COLLATE "C", day
+            """)
+        /// An offer's signatures issued per UTC day (records, then purged daily totals) and its redemptions per
+        /// day, from $3 (Unix ms; $4 its day) on: rows of (day, issued, redeemed) that `OfferDay.merged` adds up.
+        static let activity = PostgreSQLStatement(
+            "ledger_activity",
+            """
+            SELECT to_char(to_timestamp(issued_at_ms / 1000) AT TIME ZONE 'UTC', 'YYYY-MM-DD'), count(*), 0
+            FROM issued_signatures WHERE bundle_id = $1 AND offer_id = $2 AND issued_at_ms >= $3::bigint GROUP BY 1
+            UNION ALL
+            SELECT day, issued, 0 FROM offer_daily_totals WHERE bundle_id = $1 AND offer_id = $2 AND day >= $4
+            UNION ALL
+            SELECT to_char(to_timestamp(redeemed_at_ms / 1000) AT TIME ZONE 'UTC', 'YYYY-MM-DD'), 0, count(*)
+            FROM redemptions WHERE bundle_id = $1 AND offer_id = $2 AND redeemed_at_ms >= $3::bigint GROUP BY 1
             """)
     }
 }

@@ -42,6 +42,11 @@ class ForwardingLedger: Ledger, @unchecked Sendable {
     func actions() throws(LedgerError) -> [LedgerAction] { try memory.actions() }
     func purge(before: Int64, now: Int64) throws(LedgerError) -> Int { try memory.purge(before: before, now: now) }
     func dailyTotals() throws(LedgerError) -> [OfferDailyTotal] { try memory.dailyTotals() }
+    func activity(
+        bundleId: String, namespace: LedgerNamespace, offerId: String, since: Int64
+    ) throws(LedgerError) -> [OfferDay] {
+        try memory.activity(bundleId: bundleId, namespace: namespace, offerId: offerId, since: since)
+    }
     func observe(_ transaction: ObservedTransaction) throws(LedgerError) -> RedemptionOutcome {
         try memory.observe(transaction)
     }

@@ -19,7 +19,9 @@ struct RoutingTests {
             #expect(ready.status == 200)
             #expect(
                 try ready.decode(ReadinessResponse.self)
-                    == ReadinessResponse(apps: 3, keys: 3, configuration: client.service.snapshot.configuration))
+                    == ReadinessResponse(
+                        apps: 3, keys: 3, configuration: client.service.snapshot.configuration,
+                        catalog: ReadinessResponse.CatalogState(source: "file")))
             let metrics = try client.get("/metrics")
             #expect(metrics.status == 200)
             #expect(metrics.contentType == "text/plain; version=0.0.4; charset=utf-8")
