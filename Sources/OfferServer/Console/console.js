@@ -465,7 +465,7 @@
           h('div', { class: 'muted small', text: `${offer.type} · ${offer.productIds.join(', ')}` })),
         cell('State', null, badge(offer.state)),
         cell('Window', null, windowText(offer.activeFrom, offer.activeUntil)),
-        cell('Who', { class: 'rule-cell' }, offer.rule ? offer.rule : h('span', { class: 'muted', text: 'everyone' }),
+        cell('Who', { class: 'rule-cell' }, offer.rule ? ruleFromText(offer.rule) : h('span', { class: 'muted', text: 'everyone' }),
           offer.requiresVerifiedCustomer ? null : h('div', { class: 'muted small', text: 'no verified customer needed' })),
         cell('Limits', null, limitsText(offer.limits)),
         cell('Issued', { class: 'number' }, count(offer.stats && offer.stats.issued)),
@@ -558,6 +558,15 @@
     })();
     if (text === null) return h('li', { class: 'rule-bad', text: `"${name}" is not written as it should be` });
     return text instanceof Node ? text : h('li', { text: name === 'daysSinceExpiry' ? `${text} ago` : text });
+  }
+
+  /** A rule the API sends as its JSON text, in plain words (the text itself if it is not JSON). */
+  function ruleFromText(text) {
+    try {
+      return ruleView(JSON.parse(text));
+    } catch (error) {
+      return text;
+    }
   }
 
   /** What the editor shows beside an offer: who, when, limits. */
@@ -1243,7 +1252,7 @@
     if (node.expected) detail.push(`expected ${node.expected}`);
     const label = [
       h('span', { class: `mark mark-${node.result}`, title: word, 'aria-label': word, text: mark }),
-      h('span', { class: 'trace-text', text: node.text }),
+      h('span', { class: 'trace-text', text: node.rule || node.text }),
       detail.length ? h('span', { class: 'trace-detail', text: detail.join(' · ') }) : null,
     ];
     const children = node.children || [];
