@@ -226,6 +226,10 @@ class Console:
             scroll, inner = self.browser.execute_script(
                 "return [document.documentElement.scrollWidth, window.innerWidth]")
             assert scroll <= inner, f"the {name} page scrolls sideways at {label} px: {scroll} > {inner}"
+            cut = self.browser.execute_script(
+                "return [...document.querySelectorAll('.table-card, .card, .banner')]"
+                ".filter((e) => e.scrollWidth > e.clientWidth + 1).map((e) => e.className)")
+            assert not cut, f"on the {name} page at {label} px, these are wider than their box: {cut}"
             full = self.browser.execute_script("return Math.ceil(document.documentElement.scrollHeight)")
             shot = self.browser.execute_cdp_cmd("Page.captureScreenshot", {
                 "format": "png", "captureBeyondViewport": True,

@@ -470,11 +470,9 @@
         cell('Limits', null, limitsText(offer.limits)),
         cell('Issued', { class: 'number' }, count(offer.stats && offer.stats.issued)),
         cell('Redeemed', { class: 'number' }, count(offer.stats && offer.stats.redeemed)),
-        cell('Conversion', { class: 'number' }, percent(offer.stats && offer.stats.conversion)),
-        cell('', { class: 'actions' },
-          h('a', { href: `#/apps/${encodeURIComponent(state.app)}/charts`, text: 'Chart' }))));
+        cell('Conversion', { class: 'number' }, percent(offer.stats && offer.stats.conversion))));
       page.append(h('div', { class: 'card table-card' }, h('table', { class: 'table stack', id: 'offers-table' },
-        h('thead', null, h('tr', null, ['Offer', 'State', 'Window', 'Who', 'Limits', 'Issued', 'Redeemed', 'Conversion', '']
+        h('thead', null, h('tr', null, ['Offer', 'State', 'Window', 'Who', 'Limits', 'Issued', 'Redeemed', 'Conversion']
           .map((title) => h('th', { scope: 'col', text: title })))),
         h('tbody', null, rows))));
     };
@@ -1007,11 +1005,12 @@
       page.append(list);
 
       const message = h('input', { id: 'publish-message', type: 'text', maxlength: 500, required: true,
-        placeholder: 'What changes and why, for the versions list and the audit log' });
+        placeholder: 'What changes, and why' });
       const button = h('button', { type: 'submit', class: 'button-primary', id: 'publish-button', text: 'Publish',
         disabled: nothing || !can('publisher') || state.catalog !== 'storage' });
       const form = h('form', { class: 'card publish-form', id: 'publish-form', novalidate: true },
         h('label', { for: 'publish-message', text: 'Message' }), message,
+        h('p', { class: 'help', text: 'Shown in the versions list and the audit log.' }),
         !can('publisher') ? h('p', { class: 'help', text: 'Publishing needs the publisher role.' }) : null,
         h('div', { class: 'toolbar' }, button));
       form.addEventListener('submit', async (event) => {
