@@ -5,7 +5,7 @@ import OfferAPI
 /// `embedInCode`), so nothing is installed beside the binary and nothing is loaded from elsewhere. The page is
 /// static and holds no secret: the script signs in through the admin API, which keeps the session in an HttpOnly
 /// cookie. Every answer carries `securityHeaders`, a 404 included.
-struct ConsoleRoutes {
+struct ConsoleRoutes: Sendable {
     /// An embedded file and the type it is served as.
     struct Asset: Sendable {
         let bytes: [UInt8]

@@ -361,7 +361,11 @@
     for (const app of state.apps) {
       select.append(h('option', { value: app.bundleId, text: app.bundleId, selected: app.bundleId === state.app }));
     }
-    select.disabled = state.apps.length < 2;
+    // One app: its name as text (a disabled control would be greyed out for no reason).
+    select.parentElement.hidden = state.apps.length < 2;
+    const only = document.getElementById('app-name');
+    only.hidden = state.apps.length >= 2;
+    only.textContent = state.app || (state.apps[0] && state.apps[0].bundleId) || '';
     const links = document.getElementById('nav-links');
     clear(links);
     const page = currentPage();
@@ -483,13 +487,32 @@
     return h('span', null, from ? ['from ', time(from)] : null, from && until ? h('br') : null, until ? ['until ', time(until)] : null);
   }
 
+  function duration(seconds) {
+    if (seconds % 3600 === 0) return `${seconds / 3600} h`;
+    if (seconds % 60 === 0) return `${seconds / 60} min`;
+    return `${seconds} s`;
+  }
+
+  /** A JSON box as tall as its text, wrapped lines included (6 to 40 lines), so nothing hides in it. */
+  function fit(textarea) {
+    textarea.rows = Math.min(40, Math.max(6, textarea.value.split('\n').length + 1));
+    while (textarea.scrollHeight > textarea.clientHeight && textarea.rows < 40) textarea.rows += 1;
+  }
+
+  // A narrower window wraps more lines: the boxes grow with it.
+  let refit = 0;
+  window.addEventListener('resize', () => {
+    cancelAnimationFrame(refit);
+    refit = requestAnimationFrame(() => document.querySelectorAll('textarea.offer-json').forEach(fit));
+  });
+
   function limitsText(limits) {
     if (!limits) return h('span', { class: 'muted', text: 'none' });
     const parts = [];
-    if (limits.perCustomer) parts.push(`${limits.perCustomer} per customer`);
-    if (limits.total) parts.push(`${limits.total} in all`);
-    if (limits.signatureTTLSeconds) parts.push(`signature valid ${limits.signatureTTLSeconds} s`);
-    return parts.join(', ');
+    if (limits.perCustomer !== undefined && limits.perCustomer !== null) parts.push(`${limits.perCustomer} per customer`);
+    if (limits.total !== undefined && limits.total !== null) parts.push(`${limits.total} in all`);
+    if (limits.signatureTTLSeconds !== undefined && limits.signatureTTLSeconds !== null) parts.push(`each signature valid ${duration(limits.signatureTTLSeconds)}`);
+    return parts.join(', ') || 'none';
   }
 
   // MARK: - Readable rules
@@ -756,7 +779,7 @@
     function addCard(offer) {
       const index = editor.cards.length;
       const text = h('textarea', {
-        class: 'json offer-json', rows: Math.min(24, Math.max(6, pretty(offer).split('\n').length + 1)), spellcheck: 'false',
+        class: 'json offer-json', rows: 6, spellcheck: 'false',
         'aria-label': `Offer ${index + 1} (JSON)`, disabled: !editable, value: pretty(offer),
       });
       const title = h('h3', { class: 'offer-title' });
@@ -769,7 +792,8 @@
       const card = { element, text, title, errors, summary, parsed: offer, parseError: null };
       editor.cards.push(card);
       cards.append(element);
-      text.addEventListener('input', () => { readCard(card); changed(); });
+      requestAnimationFrame(() => fit(text));
+      text.addEventListener('input', () => { fit(text); readCard(card); changed(); });
       remove.addEventListener('click', () => {
         const id = (card.parsed && card.parsed.id) || 'this offer';
         if (!window.confirm(`Remove ${id} from the draft?`)) return;
@@ -1166,7 +1190,7 @@
     const { data: versions } = await api('GET', appPath('/catalog/versions'));
     return (page) => {
       page.append(heading('Simulate a customer', h('p', { class: 'muted', text: 'Nothing is signed or counted.' })));
-      const input = h('textarea', { id: 'simulate-input', class: 'json', rows: 6, spellcheck: 'false',
+      const input = h('textarea', { id: 'simulate-input', class: 'json token-input', rows: 6, spellcheck: 'false',
         placeholder: 'eyJhbGciOi… (a signed transaction), or {"bundleId": …, "signedTransaction": …}' });
       const against = h('select', { id: 'simulate-against' },
         h('option', { value: 'draft', text: 'The draft' }),
@@ -1392,7 +1416,7 @@
       cell('Who', { text: entry.actor }),
       cell('Action', null, h('code', { text: entry.action })),
       cell('Subject', { class: 'wrap', text: entry.subject || '' }),
-      cell('Change', { class: 'wrap' }, entry.before === null && entry.after === null
+      cell('Change', { class: 'wrap wide' }, entry.before === null && entry.after === null
         ? h('span', { class: 'muted', text: '—' })
         : h('details', { class: 'change' }, h('summary', { text: 'Before and after' }), diffView(entry.before, entry.after))),
       cell('Request', { class: 'wrap small' }, h('code', { text: entry.requestId || '' }))));
