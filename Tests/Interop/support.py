@@ -50,7 +50,6 @@ LEGACY_SEPARATOR = "\u2063"
 UUID_V7_LOWER = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$")
 
 LISTENING = re.compile(r"^offer-signer listening on http://127\.0\.0\.1:(\d+)$")
-ADMIN_LISTENING = re.compile(r"^offer-signer admin listening on http://127\.0\.0\.1:(\d+)$")
 
 
 def binary() -> str:
@@ -148,23 +147,14 @@ class Server:
     port: int
     stderr_path: Path
     bodies: list[bytes] = field(default_factory=list)
-    # The admin listener's port, when the configuration has an `admin` block and `start` was asked to read it.
-    admin_port: int | None = None
 
     @property
     def base_url(self) -> str:
         return f"http://127.0.0.1:{self.port}"
 
-    @property
-    def admin_url(self) -> str:
-        assert self.admin_port is not None, "started without admin=True"
-        return f"http://127.0.0.1:{self.admin_port}"
-
     @classmethod
-    def start(cls, config: Path, workdir: Path, timeout: float = 10, env: dict[str, str] | None = None,
-              admin: bool = False) -> "Server":
-        """`env` adds to (or overrides) this process's environment for the server. `admin`: the configuration has an
-        admin listener, whose port the second line announces."""
+    def start(cls, config: Path, workdir: Path, timeout: float = 10, env: dict[str, str] | None = None) -> "Server":
+        """`env` adds to (or overrides) this process's environment for the server."""
         stderr_path = workdir / f"server-{time.monotonic_ns()}.stderr"
         stderr = open(stderr_path, "wb")
         process = subprocess.Popen(
@@ -175,24 +165,8 @@ class Server:
             env={**os.environ, **env} if env else None,
         )
         stderr.close()
-        deadline = time.monotonic() + timeout
-        ports = []
-        for pattern in [LISTENING, ADMIN_LISTENING] if admin else [LISTENING]:
-            line = cls._read_line(process, deadline, timeout, stderr_path)
-            match = pattern.match(line.decode().rstrip("\n"))
-            if not match:
-                process.kill()
-                process.wait()
-                raise AssertionError(f"unexpected stdout line: {line!r}")
-            ports.append(int(match.group(1)))
-        # Keep draining stdout so the server can never block on a full pipe.
-        threading.Thread(target=lambda: process.stdout.read(), daemon=True).start()
-        return cls(process, ports[0], stderr_path, admin_port=ports[1] if admin else None)
-
-    @staticmethod
-    def _read_line(process: subprocess.Popen, deadline: float, timeout: float, stderr_path: Path) -> bytes:
-        """One line of the server's stdout, read byte by byte (nothing past it is taken from the pipe)."""
         line = b""
+        deadline = time.monotonic() + timeout
         fd = process.stdout.fileno()
         while not line.endswith(b"\n"):
             remaining = deadline - time.monotonic()
@@ -209,7 +183,14 @@ class Server:
                 if not chunk:
                     continue
                 line += chunk
-        return line
+        match = LISTENING.match(line.decode().rstrip("\n"))
+        if not match:
+            process.kill()
+            process.wait()
+            raise AssertionError(f"unexpected first stdout line: {line!r}")
+        # Keep draining stdout so the server can never block on a full pipe.
+        threading.Thread(target=lambda: process.stdout.read(), daemon=True).start()
+        return cls(process, int(match.group(1)), stderr_path)
 
     def stop(self, sig: int = signal.SIGTERM, timeout: float = 10) -> int:
         if self.process.poll() is None:

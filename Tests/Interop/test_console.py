@@ -66,7 +66,8 @@ class Deployment:
 
     @property
     def admin(self) -> str:
-        return self.server.admin_url
+        assert self.server.admin_port is not None, "started without admin=True"
+        return f"http://127.0.0.1:{self.server.admin_port}"
 
 
 @pytest.fixture
