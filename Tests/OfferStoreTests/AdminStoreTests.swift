@@ -420,9 +420,9 @@ struct AdminStoreTests {
         #expect(try waiting.latestVersions() == [Self.app: 1])
     }
 
-    @Test("a wait never outlasts its time, however short")
-    func shortWaits() throws {
-        let store = try makeTwo(.postgresql, quiet: true).0
+    @Test("a wait never outlasts its time, however short", arguments: Kind.allCases)
+    func shortWaits(kind: Kind) throws {
+        let store = try makeTwo(kind, quiet: true).0
         for milliseconds in [0, 1, 20] {
             let started = Date()
             #expect(!store.waitForCatalogChange(milliseconds: milliseconds))
