@@ -92,16 +92,36 @@ final class Connection: @unchecked Sendable {
         defer { sqlite3_reset(statement) }
         switch sqlite3_step(statement) {
         case SQLITE_ROW:
-            return (0..<columns).map { column -> [UInt8]? in
-                guard sqlite3_column_type(statement, column) != SQLITE_NULL else { return nil }
-                let count = Int(sqlite3_column_bytes(statement, column))
-                guard count > 0, let bytes = sqlite3_column_blob(statement, column) else { return [] }
-                return Array(UnsafeRawBufferPointer(start: bytes, count: count))
-            }
+            return Self.bytes(of: statement, columns: columns)
         case SQLITE_DONE:
             return nil
         default:
             throw failure("query failed")
+        }
+    }
+
+    /// The first `columns` columns of every row `sql` returns, each as its bytes (text as UTF-8, embedded NULs
+    /// kept; an integer in decimal; `nil` for NULL).
+    func rowsBytes(_ sql: String, _ values: [Value], columns: Int32) throws(LedgerError) -> [[[UInt8]?]] {
+        let statement = try prepare(sql, values)
+        defer { sqlite3_reset(statement) }
+        var rows: [[[UInt8]?]] = []
+        while true {
+            switch sqlite3_step(statement) {
+            case SQLITE_ROW: rows.append(Self.bytes(of: statement, columns: columns))
+            case SQLITE_DONE: return rows
+            default: throw failure("query failed")
+            }
+        }
+    }
+
+    /// The current row's first `columns` columns as bytes.
+    private static func bytes(of statement: OpaquePointer, columns: Int32) -> [[UInt8]?] {
+        (0..<columns).map { column -> [UInt8]? in
+            guard sqlite3_column_type(statement, column) != SQLITE_NULL else { return nil }
+            let count = Int(sqlite3_column_bytes(statement, column))
+            guard count > 0, let bytes = sqlite3_column_blob(statement, column) else { return [] }
+            return Array(UnsafeRawBufferPointer(start: bytes, count: count))
         }
     }
 
@@ -166,6 +186,8 @@ final class Connection: @unchecked Sendable {
             let bound: Int32
             switch value {
             case .text(let text): bound = sqlite3_bind_text(statement, position, text, -1, transient)
+            // An empty array may have no storage: bound by its address it would be NULL, not an empty blob.
+            case .blob(let bytes) where bytes.isEmpty: bound = sqlite3_bind_zeroblob(statement, position, 0)
             case .blob(let bytes):
                 bound = bytes.withUnsafeBytes {
                     sqlite3_bind_blob(statement, position, $0.baseAddress, Int32($0.count), transient)

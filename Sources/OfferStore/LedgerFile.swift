@@ -26,6 +26,22 @@ enum LedgerFile {
         }
     }
 
+    /// A connection that writes to the ledger file at `path` (`prepare`d first), as every writer of the file sets
+    /// it up: WAL journal, `synchronous=FULL` (what was answered is on disk), deleted rows overwritten, and
+    /// `SQLiteLedger.busyTimeoutMilliseconds` to wait for another connection's lock. The schema is the caller's
+    /// business (`LedgerSchema.migrate`).
+    static func connect(_ path: String) throws(LedgerError) -> Connection {
+        try prepare(path)
+        let connection = try Connection(path: path)
+        connection.setBusyTimeout(milliseconds: SQLiteLedger.busyTimeoutMilliseconds)
+        try connection.execute("PRAGMA journal_mode=WAL")
+        try connection.execute("PRAGMA synchronous=FULL")
+        // Deleted rows are overwritten, so a forgotten customer's key does not stay in free space (Debian's
+        // SQLite does this by default; other builds do not).
+        try connection.execute("PRAGMA secure_delete=ON")
+        return connection
+    }
+
     /// The bytes free on the file system that holds `path` for this process (the blocks kept for root count when
     /// it runs as root); `nil` for an in-memory database or when the system does not say.
     static func freeBytes(_ path: String) -> Int64? {

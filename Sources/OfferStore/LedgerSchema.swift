@@ -198,6 +198,70 @@ enum LedgerSchema {
                 ) WITHOUT ROWID
                 """,
             ]),
+        // 9: the admin store (`SQLiteAdminStore`): the catalog's published versions and one draft per app, the
+        // audit log chained by hash, admin tokens and console sessions (each stored as the SHA-256 of the secret).
+        // One unrevoked token per name.
+        Migration(
+            version: 9,
+            statements: [
+                """
+                CREATE TABLE catalog_versions (
+                    bundle_id TEXT NOT NULL,
+                    version INTEGER NOT NULL,
+                    document BLOB NOT NULL,
+                    message TEXT NOT NULL,
+                    author TEXT NOT NULL,
+                    published_at_ms INTEGER NOT NULL,
+                    PRIMARY KEY (bundle_id, version)
+                )
+                """,
+                """
+                CREATE TABLE catalog_drafts (
+                    bundle_id TEXT NOT NULL PRIMARY KEY,
+                    revision INTEGER NOT NULL,
+                    based_on INTEGER NOT NULL,
+                    document BLOB NOT NULL,
+                    updated_at_ms INTEGER NOT NULL,
+                    updated_by TEXT NOT NULL
+                )
+                """,
+                """
+                CREATE TABLE audit_log (
+                    sequence INTEGER PRIMARY KEY,
+                    at_ms INTEGER NOT NULL,
+                    actor TEXT NOT NULL,
+                    action TEXT NOT NULL,
+                    subject TEXT NOT NULL,
+                    before_json TEXT,
+                    after_json TEXT,
+                    request_id TEXT NOT NULL,
+                    previous_hash TEXT NOT NULL,
+                    hash TEXT NOT NULL
+                )
+                """,
+                """
+                CREATE TABLE admin_tokens (
+                    id TEXT NOT NULL PRIMARY KEY,
+                    name TEXT NOT NULL,
+                    role TEXT NOT NULL,
+                    hash BLOB NOT NULL UNIQUE,
+                    created_at_ms INTEGER NOT NULL,
+                    created_by TEXT NOT NULL,
+                    revoked_at_ms INTEGER
+                )
+                """,
+                "CREATE UNIQUE INDEX admin_tokens_live_name ON admin_tokens (name) WHERE revoked_at_ms IS NULL",
+                """
+                CREATE TABLE admin_sessions (
+                    hash BLOB NOT NULL PRIMARY KEY,
+                    token_id TEXT NOT NULL,
+                    created_at_ms INTEGER NOT NULL,
+                    expires_at_ms INTEGER NOT NULL
+                ) WITHOUT ROWID
+                """,
+                "CREATE INDEX admin_sessions_by_token ON admin_sessions (token_id)",
+                "CREATE INDEX admin_sessions_by_expiry ON admin_sessions (expires_at_ms)",
+            ]),
     ]
 
     /// The version this binary brings a ledger to.

@@ -48,15 +48,8 @@ public final class SQLiteLedger: Ledger {
     /// the file may not grow past that many pages (SQLite's `max_page_count`, never below the file's size at
     /// open), so a write that needs a new page fails as on a full disk.
     public init(path: String, pageLimit: Int? = nil) throws(LedgerError) {
-        try LedgerFile.prepare(path)
         self.path = path
-        let connection = try Connection(path: path)
-        connection.setBusyTimeout(milliseconds: Self.busyTimeoutMilliseconds)
-        try connection.execute("PRAGMA journal_mode=WAL")
-        try connection.execute("PRAGMA synchronous=FULL")
-        // Deleted rows are overwritten, so a forgotten customer's key does not stay in free space (Debian's
-        // SQLite does this by default; other builds do not).
-        try connection.execute("PRAGMA secure_delete=ON")
+        let connection = try LedgerFile.connect(path)
         // Before anything is written: a damaged index would miscount limits, and writing to a damaged file can
         // make it worse.
         let check = try connection.texts("PRAGMA quick_check(1)", [])

@@ -46,6 +46,23 @@ public enum StorageLocation: Sendable, Equatable, CustomStringConvertible {
         }
     }
 
+    /// Opens the admin store (catalog versions, audit log, admin tokens, console sessions) beside the ledger: `nil`
+    /// for `.none` (the admin listener needs a storage); a `MemoryAdminStore` for `.memory`; for a SQLite file or a
+    /// PostgreSQL database a store with a connection (a pool of two) of its own, whose schema is brought up to
+    /// date by the same migrations as the ledger's, so it may be opened before or after the ledger.
+    ///
+    /// Each call opens a new store: with `.memory` each is a separate, empty store, so the service opens it once and
+    /// hands that one to everything that needs it (a process-wide one would leak tokens and versions between the
+    /// services that tests start in one process).
+    public func openAdmin() throws(LedgerError) -> (any AdminStore)? {
+        switch self {
+        case .none: return nil
+        case .memory: return MemoryAdminStore()
+        case .sqlite(let path): return try SQLiteAdminStore(path: path)
+        case .postgresql(let configuration): return try PostgreSQLAdminStore(configuration)
+        }
+    }
+
     /// For summaries: `sqlite:PATH`, the redacted PostgreSQL DSN (never its password), `memory (...)` or `none`.
     public var description: String {
         switch self {

@@ -1,10 +1,6 @@
 import OfferCore
 import Synchronization
 
-#if canImport(Glibc)
-    import Glibc
-#endif
-
 /// An admin store in memory, for tests and for `storage: "memory"`: everything is lost on restart. The reference
 /// for the other backends' behaviour (`AdminStoreTests` runs the same suite on each).
 public final class MemoryAdminStore: AdminStore {
@@ -167,26 +163,5 @@ public final class MemoryAdminStore: AdminStore {
             for key in expired.keys { state.sessions[key] = nil }
             return expired.count
         }
-    }
-}
-
-/// Wakes the threads waiting for a catalog change in this process: a publish signals, `wait` returns when one
-/// happened since it began, or after the timeout.
-final class CatalogChangeSignal: Sendable {
-    private let generation = Mutex<UInt64>(0)
-
-    func signal() { generation.withLock { $0 &+= 1 } }
-
-    func wait(milliseconds: Int) -> Bool {
-        let start = generation.withLock { $0 }
-        var waited = 0
-        // A short sleep loop, not a condition variable: publishes are rare and the watcher's latency of 50 ms is
-        // far inside the "within seconds" it owes.
-        while waited < milliseconds {
-            if generation.withLock({ $0 }) != start { return true }
-            usleep(50_000)
-            waited += 50
-        }
-        return generation.withLock { $0 } != start
     }
 }

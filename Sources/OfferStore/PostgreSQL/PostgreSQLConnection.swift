@@ -246,6 +246,54 @@ final class PostgreSQLConnection: @unchecked Sendable {
         PQconsumeInput(handle) == 1 && PQconsumeInput(handle) == 1 && !isBroken
     }
 
+    // MARK: Notifications
+
+    /// Waits at most `milliseconds` for a notification on a channel this connection listens to (`LISTEN`, run by
+    /// `run`), reading the socket without sending anything: `true` once one came (every one that came is consumed:
+    /// their payloads are not kept), `false` when the time is up. Throws kind `unavailable` when the connection
+    /// broke (it stays broken).
+    func waitForNotification(milliseconds: Int) throws(LedgerError) -> Bool {
+        let deadline = Deadline(milliseconds: milliseconds)
+        while true {
+            if takeNotifications() { return true }
+            let socket = PQsocket(handle)
+            guard socket >= 0, !isBroken else { throw lostWhileListening() }
+            let remaining = deadline.remainingMilliseconds
+            guard remaining > 0 else { return false }
+            var descriptor = pollfd(fd: socket, events: Int16(POLLIN), revents: 0)
+            let ready = poll(&descriptor, 1, Int32(clamping: remaining))
+            if ready < 0 {
+                guard errno == EINTR else {
+                    throw LedgerError(
+                        "waiting for PostgreSQL notifications failed: \(String(cString: strerror(errno)))",
+                        kind: .unavailable)
+                }
+            } else if ready > 0 {
+                // Reads what came (a notification, the server's farewell, the end of the stream); 0 when the
+                // connection is gone.
+                guard PQconsumeInput(handle) == 1, !isBroken else { throw lostWhileListening() }
+            }
+        }
+    }
+
+    /// Frees the notifications libpq has read; `true` when there was one.
+    private func takeNotifications() -> Bool {
+        var any = false
+        while let notification = PQnotifies(handle) {
+            PQfreemem(notification)
+            any = true
+        }
+        return any
+    }
+
+    private func lostWhileListening() -> LedgerError {
+        let reason = PostgreSQLFailure.withoutSeverity(
+            PostgreSQLFailure.firstLine(String(cString: PQerrorMessage(handle))))
+        return LedgerError(
+            "waiting for PostgreSQL notifications failed: the connection to PostgreSQL is lost: "
+                + (reason.isEmpty ? "libpq gave no reason" : reason), kind: .unavailable)
+    }
+
     /// Runs parameterless SQL and returns its command tag (`COMMIT`, `INSERT 0 1`).
     private func command(_ sql: String) throws(LedgerError) -> String {
         try consume(PQexec(handle, sql), Self.describe(sql)) { result in String(cString: PQcmdStatus(result)) }

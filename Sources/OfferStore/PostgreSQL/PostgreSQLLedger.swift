@@ -523,8 +523,9 @@ public final class PostgreSQLLedger: Ledger {
     /// The name of the unique index that keeps one live record per app and `Idempotency-Key`.
     static let idempotencyIndex = "issued_by_idempotency_key"
 
-    /// The PostgreSQL ledger's schema (`PostgreSQLMigrator`): version 1 creates the shape the SQLite ledger
-    /// reached at its version 5. A migration, once released, never changes: a change is a new one.
+    /// The PostgreSQL database's schema (`PostgreSQLMigrator`), the ledger's and the admin store's: version 1 creates
+    /// the shape the SQLite ledger reached at its version 5. A migration, once released, never changes: a change is a
+    /// new one.
     static let migrations = [
         PostgreSQLMigrator.Migration(
             version: 1,
@@ -678,6 +679,72 @@ public final class PostgreSQLLedger: Ledger {
                     PRIMARY KEY (bundle_id, original_transaction_id)
                 )
                 """,
+            ]),
+        // 5: the SQLite ledger's version 9: the admin store (`PostgreSQLAdminStore`): the catalog's published
+        // versions and one draft per app, the audit log chained by hash, admin tokens (`created_order` keeps the order
+        // they were created in) and console sessions, each stored as the SHA-256 of the secret. One unrevoked token
+        // per name.
+        PostgreSQLMigrator.Migration(
+            version: 5,
+            [
+                """
+                CREATE TABLE catalog_versions (
+                    bundle_id TEXT NOT NULL,
+                    version BIGINT NOT NULL,
+                    document BYTEA NOT NULL,
+                    message TEXT NOT NULL,
+                    author TEXT NOT NULL,
+                    published_at_ms BIGINT NOT NULL,
+                    PRIMARY KEY (bundle_id, version)
+                )
+                """,
+                """
+                CREATE TABLE catalog_drafts (
+                    bundle_id TEXT NOT NULL PRIMARY KEY,
+                    revision BIGINT NOT NULL,
+                    based_on BIGINT NOT NULL,
+                    document BYTEA NOT NULL,
+                    updated_at_ms BIGINT NOT NULL,
+                    updated_by TEXT NOT NULL
+                )
+                """,
+                """
+                CREATE TABLE audit_log (
+                    sequence BIGINT PRIMARY KEY,
+                    at_ms BIGINT NOT NULL,
+                    actor TEXT NOT NULL,
+                    action TEXT NOT NULL,
+                    subject TEXT NOT NULL,
+                    before_json TEXT,
+                    after_json TEXT,
+                    request_id TEXT NOT NULL,
+                    previous_hash TEXT NOT NULL,
+                    hash TEXT NOT NULL
+                )
+                """,
+                """
+                CREATE TABLE admin_tokens (
+                    id TEXT NOT NULL PRIMARY KEY,
+                    created_order BIGSERIAL NOT NULL,
+                    name TEXT NOT NULL,
+                    role TEXT NOT NULL,
+                    hash BYTEA NOT NULL UNIQUE,
+                    created_at_ms BIGINT NOT NULL,
+                    created_by TEXT NOT NULL,
+                    revoked_at_ms BIGINT
+                )
+                """,
+                "CREATE UNIQUE INDEX admin_tokens_live_name ON admin_tokens (name) WHERE revoked_at_ms IS NULL",
+                """
+                CREATE TABLE admin_sessions (
+                    hash BYTEA NOT NULL PRIMARY KEY,
+                    token_id TEXT NOT NULL,
+                    created_at_ms BIGINT NOT NULL,
+                    expires_at_ms BIGINT NOT NULL
+                )
+                """,
+                "CREATE INDEX admin_sessions_by_token ON admin_sessions (token_id)",
+                "CREATE INDEX admin_sessions_by_expiry ON admin_sessions (expires_at_ms)",
             ]),
     ]
 
