@@ -110,6 +110,15 @@ public final class Metrics: Sendable {
                 + "repeated, none, deadline, refused, ...) and where the customer's facts came from (state, lookup, "
                 + "none).", type: "counter", index: 24)
 
+        public static let auditEntries = Family(
+            name: "offer_signer_audit_entries",
+            help: "Entries of the admin audit log, as far as this process has appended or seen (the head's count).",
+            type: "gauge", index: 25)
+        public static let auditHead = Family(
+            name: "offer_signer_audit_head_info",
+            help: "The hash of the newest admin audit entry this process has appended or seen, 1.", type: "gauge",
+            index: 26)
+
         /// The order families are rendered in.
         static let all: [Family] = [
             .build, .configuration, .reloads, .requests, .decisions, .notEligible, .limitsReached, .signatures,
@@ -117,7 +126,7 @@ public final class Metrics: Sendable {
             .offerBudgetRemaining, .offerReservations, .offerRedemptions, .notifications, .appleAPILookups,
             .appleAPILookupMilliseconds,
             .appleAPICalls, .appleAPICallMilliseconds, .appleAPICache, .appleAPIBreaker, .subscriptionLookups,
-            .retentionAnswers,
+            .retentionAnswers, .auditEntries, .auditHead,
         ]
     }
 
