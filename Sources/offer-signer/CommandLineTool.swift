@@ -50,6 +50,10 @@ enum CommandLineTool {
                 }
             case ("testkit", let kind):
                 return try command(arguments.dropFirst(2), help: Help.testkit) { try TestKitCommand.run(kind, $0) }
+            case ("admin", _):
+                return try command(arguments.dropFirst(2), help: Help.admin, run: AdminCommand.run)
+            case ("audit", _):
+                return try command(arguments.dropFirst(2), help: Help.auditVerify, run: AuditCommand.verify)
             case ("apple", let subcommand):
                 return try command(arguments.dropFirst(2), help: Help.apple) { try AppleCommand.run(subcommand, $0) }
             default:
@@ -69,7 +73,7 @@ enum CommandLineTool {
 
     /// The words `offer-signer` takes first, and the subcommands of each group with the group's usage.
     private static let commands = [
-        "serve", "reload", "config", "keys", "sign", "explain", "ledger", "testkit", "apple", "help",
+        "serve", "reload", "config", "keys", "sign", "explain", "ledger", "testkit", "apple", "admin", "audit", "help",
     ]
     private static let groups: [String: (subcommands: [String], help: String)] = [
         "config": (["check"], Help.configCheck),
@@ -78,6 +82,8 @@ enum CommandLineTool {
         "testkit": (["ca", "sign", "apple-api"], Help.testkit),
         "apple": (["status", "backfill"], Help.apple),
         "ledger": (["stats", "customer", "forget", "grant", "reset", "actions", "purge"], Help.ledger),
+        "admin": (["token"], Help.admin),
+        "audit": (["verify"], Help.auditVerify),
     ]
 
     /// A word that names no command (or no subcommand of `group`): says which, suggests the closest known one,

@@ -87,6 +87,14 @@ enum ServeCommand {
         } catch {
             throw CommandError(error.description)
         }
+        // The admin listener: its own server, router and port, never the public one's.
+        let adminServer: HTTPServer?
+        do {
+            adminServer = try startAdmin(settings, service: service, log: log)
+        } catch {
+            server.stop(graceSeconds: 0)
+            throw error
+        }
         // The retention: a pass now, then every hour.
         let purger = ledger.map {
             LedgerPurger(
@@ -96,6 +104,10 @@ enum ServeCommand {
         var report = ReloadReport.publishStart(configPath: configPath, configuration: configuration.hash, log: log)
         let shownHost = host.contains(":") ? "[\(host)]" : host
         Console.out("offer-signer listening on http://\(shownHost):\(server.port)")
+        if let adminServer, let admin = settings.admin {
+            let adminHost = admin.host.contains(":") ? "[\(admin.host)]" : admin.host
+            Console.out("offer-signer admin listening on http://\(adminHost):\(adminServer.port)")
+        }
         log.info(
             "serving",
             [
@@ -113,10 +125,26 @@ enum ServeCommand {
         }
         purger?.stop()
         log.info("stopping after requests in flight", [("signal", String(received))])
+        adminServer?.stop(graceSeconds: 10)
         server.stop(graceSeconds: 10)
         ReloadReport.remove(pid: getpid())
         log.info("stopped")
         return 0
+    }
+
+    /// Starts the admin listener when the configuration has `admin`: the admin store of its `storage`, and an
+    /// `AdminService` over `service` on a server of its own.
+    static func startAdmin(_ settings: Settings, service: OfferService, log: Logger) throws -> HTTPServer? {
+        guard let admin = settings.admin else { return nil }
+        let store = try AdminStorage.open(settings.storage, commandLine: false, log: log)
+        let adminService = AdminService(store: store, service: service, settings: admin, catalog: settings.catalog)
+        let server = HTTPServer(limits: AdminService.listenerLimits, handler: adminService.handle)
+        do {
+            try server.start(host: admin.host, port: admin.port)
+        } catch {
+            throw CommandError("admin listener: \(error.description)")
+        }
+        return server
     }
 
     /// The storage-fault tests' full disk: the SQLite ledger may not grow past this many pages (see
@@ -151,8 +179,10 @@ enum ServeCommand {
                     "$.storage: changed from \(now.storage) to \(next.storage); the ledger is opened at start, so "
                         + "restart the service to use it")
             }
-            if next.listen != now.listen || next.rateLimit != now.rateLimit || next.logging != now.logging {
-                log.warning("reload: changes to listen, rateLimit or logging take effect only after a restart")
+            if next.listen != now.listen || next.rateLimit != now.rateLimit || next.logging != now.logging
+                || next.admin != now.admin
+            {
+                log.warning("reload: changes to listen, admin, rateLimit or logging take effect only after a restart")
             }
             for warning in configuration.warnings(at: SystemClock.nowMilliseconds()) { log.warning(warning) }
             do {
