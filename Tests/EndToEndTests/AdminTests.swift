@@ -182,4 +182,25 @@ struct AdminTests {
         #expect(usage == 2)
         #expect(usageError.contains("--role must be viewer, editor, publisher or admin"))
     }
+
+    @Test(
+        "a mistyped admin or audit subcommand is named with the closest one; a missing one shows the usage (status 2)")
+    func mistyped() throws {
+        let cases: [([String], String)] = [
+            (
+                ["admin", "token", "creat", "--config", "x.json"],
+                #"unknown subcommand "creat" of admin token; did you mean "create"?"#
+            ),
+            (["admin", "tokn"], #"unknown subcommand "tokn" of admin; did you mean "token"?"#),
+            (["admin", "token"], "admin token needs a subcommand: create, list or revoke"),
+            (["audit"], "audit needs a subcommand"),
+            (["audit", "verfy"], #"unknown subcommand "verfy" of audit; did you mean "verify"?"#),
+        ]
+        for (arguments, message) in cases {
+            let (status, output, error) = try runBinary(arguments)
+            #expect(status == 2, "\(arguments)")
+            #expect(output.isEmpty)
+            #expect(error.hasPrefix("offer-signer: " + message), "\(error)")
+        }
+    }
 }
