@@ -414,4 +414,50 @@ struct CatalogEditingTests {
         #expect(discard.record.after == nil)
         #expect(discard.record.before?.contains(#""id":"b""#) == true)
     }
+
+    @Test("import publishes a document as the next version (the file's as version 1), audited as catalog.import")
+    func importDocument() throws {
+        let fixture = try AdminFixture()
+        defer { fixture.remove() }
+        let editor = fixture.admin.editor
+        let actor = AdminActor(name: "file", requestId: "start", at: fixture.clock.now)
+        let app = try #require(fixture.publicClient.service.snapshot.catalog.apps[AdminFixture.bundleId])
+        let first = try editor.importDocument(
+            bundleId: AdminFixture.bundleId, app.definition.catalogJSON,
+            message: "imported from the configuration file",
+            expectedLatest: 0, by: actor)
+        #expect(
+            first
+                == CatalogVersion.Summary(
+                    bundleId: AdminFixture.bundleId, version: 1, message: "imported from the configuration file",
+                    author: "file", publishedAt: fixture.clock.now))
+        let again = #expect(throws: AdminError.self) {
+            try editor.importDocument(
+                bundleId: AdminFixture.bundleId, app.definition.catalogJSON, message: "twice", expectedLatest: 0,
+                by: actor)
+        }
+        #expect(again?.code == .versionConflict)
+        #expect(again?.current == 1)
+        let invalid = #expect(throws: AdminError.self) {
+            try editor.importDocument(
+                bundleId: AdminFixture.bundleId, Array(#"{"offers": [{"id": "x"}], "retension": []}"#.utf8),
+                message: "broken", by: actor)
+        }
+        #expect(invalid?.code == .invalidCatalog)
+        #expect(invalid?.errors.map(\.path).contains("$.retension") == true)
+        let entry = try #require(try fixture.auditEntries().last)
+        #expect(entry.record.action == "catalog.import")
+        #expect(entry.record.actor == "file")
+        #expect(entry.record.before == nil)
+        let after = try JSONParser.parse(Array(try #require(entry.record.after).utf8))
+        #expect(after["version"] == .int(1))
+        #expect(after["document"] == (try AdminFixture.fileDocument))
+
+        let file = try AdminFixture(catalog: .file)
+        defer { file.remove() }
+        #expect(throws: AdminError.catalogIsFile) {
+            try file.admin.editor.importDocument(
+                bundleId: AdminFixture.bundleId, app.definition.catalogJSON, message: "m", by: actor)
+        }
+    }
 }
