@@ -312,8 +312,11 @@ private func queue(_ connection: OpaquePointer, _ response: HTTPResponse) -> MHD
     guard let created else { return .NO }
     defer { MHD_destroy_response(created) }
     MHD_add_response_header(created, "Content-Type", response.contentType)
-    MHD_add_response_header(created, "Cache-Control", "no-store")
-    MHD_add_response_header(created, "X-Content-Type-Options", "nosniff")
+    // Defaults a response may set otherwise (the web console's files may be kept, if asked for again each time).
+    for (name, value) in [("Cache-Control", "no-store"), ("X-Content-Type-Options", "nosniff")]
+    where !response.headers.contains(where: { $0.name.lowercased() == name.lowercased() }) {
+        MHD_add_response_header(created, name, value)
+    }
     for header in response.headers { MHD_add_response_header(created, header.name, header.value) }
     return MHD_queue_response(connection, UInt32(response.status), created)
 }
