@@ -47,4 +47,29 @@ public struct ErrorCode: RawRepresentable, Sendable, Hashable, CustomStringConve
     /// 503 (Retention Messaging): the answer could not be made within the retention time budget; Apple shows the
     /// default message.
     public static let deadlineExceeded = ErrorCode(rawValue: "deadline_exceeded")
+
+    // MARK: The admin API (admin listener only)
+
+    /// 401: no admin token or console session, or an unknown, revoked or malformed one (`WWW-Authenticate`).
+    public static let unauthorized = ErrorCode(rawValue: "unauthorized")
+    /// 401: the console session has expired; sign in again.
+    public static let sessionExpired = ErrorCode(rawValue: "session_expired")
+    /// 403: the token's role is too small for the route (the message names the role needed).
+    public static let forbidden = ErrorCode(rawValue: "forbidden")
+    /// 403: a change made with a console session without the session's `X-CSRF-Token`, or from another origin.
+    public static let csrfRejected = ErrorCode(rawValue: "csrf_rejected")
+    /// 428: the change needs `If-Match` with the revision it was based on.
+    public static let preconditionRequired = ErrorCode(rawValue: "precondition_required")
+    /// 409: the draft or the catalog changed since the revision or version the change was based on (`current`).
+    public static let versionConflict = ErrorCode(rawValue: "version_conflict")
+    /// 422: the catalog document does not validate (`errors`, each with its JSON path).
+    public static let invalidCatalog = ErrorCode(rawValue: "invalid_catalog")
+    /// 409: the catalog comes from the configuration file (`"catalog": "file"`), so it is not changed here.
+    public static let catalogIsFile = ErrorCode(rawValue: "catalog_is_file")
+    /// 404: the app has no published catalog version with this number.
+    public static let unknownVersion = ErrorCode(rawValue: "unknown_version")
+    /// 404: no admin token with this ID is in force.
+    public static let unknownToken = ErrorCode(rawValue: "unknown_token")
+    /// 409: an admin token in force already has this name.
+    public static let tokenNameTaken = ErrorCode(rawValue: "token_name_taken")
 }

@@ -74,14 +74,6 @@ enum CatalogCommand {
     /// able to open: a SQLite file or a PostgreSQL database.
     static func openStore(_ configuration: Configuration) throws -> (any AdminStore)? {
         guard configuration.settings.catalog == .storage else { return nil }
-        if configuration.settings.storage == .memory {
-            throw CommandError(
-                "storage is \"memory\": its catalog lives in the service's process; use a SQLite file or PostgreSQL")
-        }
-        do {
-            return try configuration.settings.storage.openAdmin()
-        } catch {
-            throw CommandError("cannot open the catalog's storage: \(error.description)")
-        }
+        return try AdminStorage.open(configuration.settings.storage, commandLine: true, log: Logger(level: .error))
     }
 }

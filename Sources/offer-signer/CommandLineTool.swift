@@ -54,6 +54,10 @@ enum CommandLineTool {
                 return try command(arguments.dropFirst(2), help: Help.catalog) {
                     try CatalogCommand.run(subcommand, $0)
                 }
+            case ("admin", _):
+                return try command(arguments.dropFirst(2), help: Help.admin, run: AdminCommand.run)
+            case ("audit", _):
+                return try command(arguments.dropFirst(2), help: Help.auditVerify, run: AuditCommand.verify)
             case ("apple", let subcommand):
                 return try command(arguments.dropFirst(2), help: Help.apple) { try AppleCommand.run(subcommand, $0) }
             default:
@@ -73,7 +77,8 @@ enum CommandLineTool {
 
     /// The words `offer-signer` takes first, and the subcommands of each group with the group's usage.
     private static let commands = [
-        "serve", "reload", "config", "keys", "sign", "explain", "ledger", "catalog", "testkit", "apple", "help",
+        "serve", "reload", "config", "keys", "sign", "explain", "ledger", "catalog", "testkit", "apple", "admin",
+        "audit", "help",
     ]
     private static let groups: [String: (subcommands: [String], help: String)] = [
         "config": (["check"], Help.configCheck),
@@ -83,6 +88,8 @@ enum CommandLineTool {
         "apple": (["status", "backfill"], Help.apple),
         "ledger": (["stats", "customer", "forget", "grant", "reset", "actions", "purge"], Help.ledger),
         "catalog": (["export", "import"], Help.catalog),
+        "admin": (["token"], Help.admin),
+        "audit": (["verify"], Help.auditVerify),
     ]
 
     /// A word that names no command (or no subcommand of `group`): says which, suggests the closest known one,

@@ -41,6 +41,17 @@ enum ConfigCheckCommand {
                 "ledgerRetentionDays: \(settings.ledgerRetentionDays) (older signature records are purged into daily "
                     + "totals)", at: 3)
         }
+        lines.append("catalog: \(settings.catalog.rawValue)")
+        if let admin = settings.admin {
+            let host = admin.host.contains(":") ? "[\(admin.host)]" : admin.host
+            lines.append(
+                "admin: http://\(host):\(admin.port)"
+                    + (admin.allowRemote
+                        ? " (remote allowed: behind a TLS-terminating proxy only)" : " (loopback only)")
+                    + "; console sessions last \(admin.sessionMinutes) min")
+        } else {
+            lines.append("admin: off (no \"admin\" block)")
+        }
         if let rateLimit = settings.rateLimit {
             lines.append(
                 "rateLimit: \(rateLimit.policy.requestsPerMinute)/min, burst \(rateLimit.policy.burst)"

@@ -30,6 +30,10 @@ enum Help {
           catalog import             make a JSON file of offers the apps' drafts, or publish it as new versions
           apple status               one customer's subscriptions from the App Store Server API, verified
           apple backfill             take in the notifications Apple sent in a period (after an outage)
+          admin token create         make an admin API token (shown once) with a role
+          admin token list           list the admin tokens (never the tokens themselves)
+          admin token revoke ID      revoke an admin token and end its console sessions
+          audit verify               check the admin audit log's hash chain (and a published head)
           testkit                    make test certificates and Apple-like signed data for integration tests;
                                      run a fake App Store Server API
 
@@ -62,17 +66,49 @@ enum Help {
         Prints "offer-signer listening on http://HOST:PORT" once ready. SIGTERM or SIGINT stop it
         gracefully: new connections are refused, requests in flight finish, exit status 0. SIGHUP reloads
         the configuration, keys and roots (for key rotation); if anything fails to load, the previous
-        configuration keeps serving and the reason is logged. "listen", "rateLimit" and "logging" take
-        effect after a restart; a changed "storage" makes the reload fail (restart to use it).
+        configuration keeps serving and the reason is logged. "listen", "admin", "rateLimit" and "logging"
+        take effect after a restart; a changed "storage" makes the reload fail (restart to use it).
         `offer-signer reload --pid PID` sends SIGHUP and reports whether that reload worked. Every API request is logged at info level in one line (request ID, route, status,
         duration, app, offer, decision, reason code) to standard error. With a ledger, the records older
         than "ledgerRetentionDays" are purged at start and every hour (one log line each time).
+        With an "admin" block, the admin API and web console are served on their own listener (admin.listen,
+        loopback only unless "allowRemote"), never on the public port, and a second line is printed:
+        "offer-signer admin listening on http://HOST:PORT". Both listeners stop together.
 
           --config FILE        configuration file (JSON), required
           --host HOST          listen address, overrides the config
           --port PORT          listen port (0 picks a free port), overrides the config
           --log-level LEVEL    debug, info, warning or error; overrides "logging.level" (default info)
           --log-format FORMAT  logfmt or json; overrides "logging.format" (default logfmt)
+        """
+
+    static let admin = """
+        Usage: offer-signer admin token create --config FILE --name NAME --role ROLE
+               offer-signer admin token list --config FILE
+               offer-signer admin token revoke ID --config FILE
+
+        Manages the tokens of the admin API (the "admin" listener) in the configuration's storage (a SQLite
+        file or a PostgreSQL database; "memory" lives inside the running service, so the command line cannot
+        reach it: use the admin API there).
+        `create` makes a token "osa_..." for NAME (1 to 64 printable characters, unique among the tokens in
+        force) with ROLE: viewer (reads everything but secrets), editor (also changes drafts, simulates),
+        publisher (also publishes and rolls back) or admin (also manages tokens). The token is printed alone on
+        standard output, once: only its SHA-256 is stored. Use it as "Authorization: Bearer TOKEN", or sign in
+        to the web console with it. `list` prints each token's ID, role, name, creation and revocation, never
+        the token. `revoke` ends a token and its console sessions at once.
+        Each change is appended to the audit log with actor "cli"; its head is logged on standard error
+        ("audit appended", sequence and hash: an anchor for `offer-signer audit verify`).
+        """
+
+    static let auditVerify = """
+        Usage: offer-signer audit verify --config FILE [--anchor COUNT:HASH]
+
+        Checks the admin audit log in the configuration's storage: entries numbered 1, 2, 3... without a gap,
+        each linked to the one before by its hash, and each hash recomputed from the entry, so an edited or
+        deleted entry is found. --anchor is a head published earlier (the "sequence" and "hash" of a log line
+        "audit appended", or offer_signer_audit_entries and offer_signer_audit_head_info from /metrics): the log
+        must still hold that entry with that hash, so dropping the newest entries is found too.
+        Exit status 0 when the log is valid, 1 with each problem on its own line, 2 on a usage mistake.
         """
 
     static let reload = """

@@ -69,17 +69,19 @@ enum ServeCommand {
         } catch {
             throw CommandError(error.description)
         }
-        // The catalog's versions (`catalog: "storage"`) live beside the ledger; apps without one get the file's offers
-        // as version 1.
-        let adminStore: (any AdminStore)?
-        do {
-            adminStore = settings.catalog == .storage ? try settings.storage.openAdmin() : nil
-            if let adminStore {
+        // The admin store lives beside the ledger: the catalog's versions (`catalog: "storage"`), and the admin
+        // listener's tokens, sessions and audit log. Opened once (a `memory` one is this process's alone). Apps
+        // without a published version get the file's offers as version 1.
+        let adminStore =
+            settings.catalog == .storage || settings.admin != nil
+            ? try AdminStorage.open(settings.storage, commandLine: false, log: log) : nil
+        if let adminStore, settings.catalog == .storage {
+            do {
                 _ = try CatalogRuntime.importFileOffers(
                     configuration, store: adminStore, at: SystemClock.nowMilliseconds(), log: log)
+            } catch let error as LedgerError {
+                throw CommandError("cannot import the file's offers into the storage: \(error.description)")
             }
-        } catch let error as LedgerError {
-            throw CommandError("cannot open the catalog's storage: \(error.description)")
         }
         let served = try loadCatalog(configuration, store: adminStore)
         let catalog = served.catalog
@@ -105,6 +107,14 @@ enum ServeCommand {
         } catch {
             throw CommandError(error.description)
         }
+        // The admin listener: its own server, router and port, never the public one's.
+        let adminServer: HTTPServer?
+        do {
+            adminServer = try adminStore.flatMap { try startAdmin(settings, store: $0, service: service) }
+        } catch {
+            server.stop(graceSeconds: 0)
+            throw error
+        }
         // The retention: a pass now, then every hour.
         let purger = ledger.map {
             LedgerPurger(
@@ -114,6 +124,10 @@ enum ServeCommand {
         var report = ReloadReport.publishStart(configPath: configPath, configuration: configuration.hash, log: log)
         let shownHost = host.contains(":") ? "[\(host)]" : host
         Console.out("offer-signer listening on http://\(shownHost):\(server.port)")
+        if let adminServer, let admin = settings.admin {
+            let adminHost = admin.host.contains(":") ? "[\(admin.host)]" : admin.host
+            Console.out("offer-signer admin listening on http://\(adminHost):\(adminServer.port)")
+        }
         log.info(
             "serving",
             [
@@ -131,10 +145,25 @@ enum ServeCommand {
         runtime.stop()
         purger?.stop()
         log.info("stopping after requests in flight", [("signal", String(received))])
+        adminServer?.stop(graceSeconds: 10)
         server.stop(graceSeconds: 10)
         ReloadReport.remove(pid: getpid())
         log.info("stopped")
         return 0
+    }
+
+    /// Starts the admin listener when the configuration has `admin`: the admin store of its `storage`, and an
+    /// `AdminService` over `service` on a server of its own.
+    static func startAdmin(_ settings: Settings, store: any AdminStore, service: OfferService) throws -> HTTPServer? {
+        guard let admin = settings.admin else { return nil }
+        let adminService = AdminService(store: store, service: service, settings: admin, catalog: settings.catalog)
+        let server = HTTPServer(limits: AdminService.listenerLimits, handler: adminService.handle)
+        do {
+            try server.start(host: admin.host, port: admin.port)
+        } catch {
+            throw CommandError("admin listener: \(error.description)")
+        }
+        return server
     }
 
     /// The storage-fault tests' full disk: the SQLite ledger may not grow past this many pages (see
@@ -175,8 +204,10 @@ enum ServeCommand {
                     "$.catalog: changed from \"\(now.catalog.rawValue)\" to \"\(next.catalog.rawValue)\"; restart the "
                         + "service to change where the catalog comes from")
             }
-            if next.listen != now.listen || next.rateLimit != now.rateLimit || next.logging != now.logging {
-                log.warning("reload: changes to listen, rateLimit or logging take effect only after a restart")
+            if next.listen != now.listen || next.rateLimit != now.rateLimit || next.logging != now.logging
+                || next.admin != now.admin
+            {
+                log.warning("reload: changes to listen, admin, rateLimit or logging take effect only after a restart")
             }
             let catalog: Catalog
             do {
@@ -216,11 +247,9 @@ enum ServeCommand {
         let configuration = try readConfiguration(path)
         var store: (any AdminStore)?
         if configuration.settings.catalog == .storage {
-            do {
-                store = try configuration.settings.storage.openAdmin()
-            } catch {
-                throw CommandError("cannot open the catalog's storage: \(error.description)")
-            }
+            // A `memory` storage is empty outside the service: the file's offers are what it would start with.
+            store = try AdminStorage.open(
+                configuration.settings.storage, commandLine: false, log: Logger(level: .error))
         }
         return (configuration, try loadCatalog(configuration, store: store))
     }

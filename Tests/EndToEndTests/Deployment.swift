@@ -12,12 +12,14 @@ enum Deployment {
     static let issuerId = TestDeployment.defaultIssuerId
     static let product = "com.example.pro.monthly"
 
-    static func make() throws -> TestDeployment {
+    /// `settings` adds root members (`admin`, `catalog`) to the configuration.
+    static func make(settings: [String: JSONValue] = [:]) throws -> TestDeployment {
         let apps = try String(
             contentsOf: ServerProcess.packageRoot.appendingPathComponent("Tests/Fixtures/deployment/apps.json"),
             encoding: .utf8)
         return try TestDeployment(
-            apps: apps, settings: ["storage": .string("sqlite:ledger/offer-signer.sqlite")],
+            apps: apps,
+            settings: settings.merging(["storage": .string("sqlite:ledger/offer-signer.sqlite")]) { old, _ in old },
             extraRootCertificates: [
                 ServerProcess.packageRoot.appendingPathComponent("Keys/apple/AppleRootCA-G3.cer").path
             ],

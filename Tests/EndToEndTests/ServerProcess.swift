@@ -17,10 +17,13 @@ final class ServerProcess: @unchecked Sendable {
 
     let process = Process()
     let baseURL: URL
+    /// The admin listener's URL, when the configuration has one (`admin: true`).
+    let adminURL: URL?
     private let errorPipe = Pipe()
 
-    /// Starts the binary on `configPath` and waits for its "listening on" line; `environment` adds variables.
-    init(configPath: String, environment: [String: String] = [:]) throws {
+    /// Starts the binary on `configPath` and waits for its "listening on" line (and with `admin`, its "admin
+    /// listening on" line too); `environment` adds variables.
+    init(configPath: String, environment: [String: String] = [:], admin: Bool = false) throws {
         try #require(
             FileManager.default.isExecutableFile(atPath: Self.binary), "build the binary first: swift build")
         let output = Pipe()
@@ -30,21 +33,30 @@ final class ServerProcess: @unchecked Sendable {
         process.standardOutput = output
         process.standardError = errorPipe
         try process.run()
-        var line = Data()
-        while !line.contains(UInt8(ascii: "\n")) {
+        var read = Data()
+        let wanted = admin ? 2 : 1
+        while read.filter({ $0 == UInt8(ascii: "\n") }).count < wanted {
             let chunk = output.fileHandleForReading.availableData
             if chunk.isEmpty { break }
-            line.append(chunk)
+            read.append(chunk)
         }
-        let text = String(decoding: line, as: UTF8.self)
-        guard let range = text.range(of: "http://"),
-            let url = URL(string: String(text[range.lowerBound...]).trimmingCharacters(in: .whitespacesAndNewlines))
-        else {
+        let text = String(decoding: read, as: UTF8.self)
+        let lines = text.split(separator: "\n").map(String.init)
+        /// The URL at the end of the line that starts with `prefix`.
+        func url(after prefix: String) -> URL? {
+            guard let line = lines.first(where: { $0.hasPrefix(prefix) }), let range = line.range(of: "http://") else {
+                return nil
+            }
+            return URL(string: String(line[range.lowerBound...]).trimmingCharacters(in: .whitespaces))
+        }
+        let adminURL = url(after: "offer-signer admin listening on ")
+        guard let url = url(after: "offer-signer listening on "), !admin || adminURL != nil else {
             process.terminate()
             throw ServerStartFailure(
                 output: text + String(decoding: errorPipe.fileHandleForReading.availableData, as: UTF8.self))
         }
         baseURL = url
+        self.adminURL = adminURL
     }
 
     /// Sends SIGTERM and returns the exit status once the process has stopped.

@@ -50,6 +50,7 @@ LEGACY_SEPARATOR = "\u2063"
 UUID_V7_LOWER = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$")
 
 LISTENING = re.compile(r"^offer-signer listening on http://127\.0\.0\.1:(\d+)$")
+ADMIN_LISTENING = re.compile(r"^offer-signer admin listening on http://127\.0\.0\.1:(\d+)$")
 
 
 def binary() -> str:
@@ -147,14 +148,22 @@ class Server:
     port: int
     stderr_path: Path
     bodies: list[bytes] = field(default_factory=list)
+    admin_port: int | None = None
+
+    def admin(self) -> "Server":
+        """The same process, addressed at its admin listener (`start(..., admin=True)`)."""
+        assert self.admin_port is not None, "the server was not started with admin=True"
+        return Server(self.process, self.admin_port, self.stderr_path)
 
     @property
     def base_url(self) -> str:
         return f"http://127.0.0.1:{self.port}"
 
     @classmethod
-    def start(cls, config: Path, workdir: Path, timeout: float = 10, env: dict[str, str] | None = None) -> "Server":
-        """`env` adds to (or overrides) this process's environment for the server."""
+    def start(cls, config: Path, workdir: Path, timeout: float = 10, env: dict[str, str] | None = None,
+              admin: bool = False) -> "Server":
+        """`env` adds to (or overrides) this process's environment for the server. With `admin`, the configuration
+        has an admin listener, whose announced port is kept in `admin_port`."""
         stderr_path = workdir / f"server-{time.monotonic_ns()}.stderr"
         stderr = open(stderr_path, "wb")
         process = subprocess.Popen(
@@ -188,9 +197,23 @@ class Server:
             process.kill()
             process.wait()
             raise AssertionError(f"unexpected first stdout line: {line!r}")
+        admin_port = None
+        if admin:
+            second = b""
+            while not second.endswith(b"\n"):
+                ready, _, _ = select.select([fd], [], [], max(0.0, deadline - time.monotonic()))
+                chunk = os.read(fd, 1) if ready else b""
+                if not chunk:
+                    process.kill()
+                    process.wait()
+                    raise AssertionError(f"no admin listener line after {line!r}: {second!r}")
+                second += chunk
+            admin_match = ADMIN_LISTENING.match(second.decode().rstrip("\n"))
+            assert admin_match, f"unexpected second stdout line: {second!r}"
+            admin_port = int(admin_match.group(1))
         # Keep draining stdout so the server can never block on a full pipe.
         threading.Thread(target=lambda: process.stdout.read(), daemon=True).start()
-        return cls(process, int(match.group(1)), stderr_path)
+        return cls(process, int(match.group(1)), stderr_path, admin_port=admin_port)
 
     def stop(self, sig: int = signal.SIGTERM, timeout: float = 10) -> int:
         if self.process.poll() is None:

@@ -11,6 +11,10 @@
    404 for paths the document does not list, and the error codes and reasons the Swift source can emit.
 4. Request schemas agree with the server: bodies the schema refuses get 400 `invalid_request`, bodies it
    accepts never do.
+5. admin-openapi.yaml, the admin listener's, the same way: valid, its examples fit, its operations exactly the
+   admin routes (probed without credentials on a server with an admin listener: never 404 or 405, every answer
+   as documented), 405 and 404 elsewhere, the public port refusing every admin path, and its error codes the
+   ones the Swift source gives the admin API.
 """
 
 from __future__ import annotations
@@ -18,6 +22,7 @@ from __future__ import annotations
 import copy
 import json
 import re
+import signal
 from dataclasses import dataclass
 from typing import Any, Callable
 
@@ -45,9 +50,12 @@ from support import (
     PROMO_PATH,
     REPO_ROOT,
     Response,
+    Server,
+    write_config,
 )
 
 SPEC_PATH = REPO_ROOT / "openapi.yaml"
+ADMIN_SPEC_PATH = REPO_ROOT / "admin-openapi.yaml"
 BASE_URI = "urn:offer-signer:openapi"
 INTRO_PATH = "/v1/signatures/introductory-offer-eligibility"
 ELIGIBILITY_PATH = "/v1/eligibility"
@@ -217,6 +225,11 @@ def media_types(openapi: OpenAPI):
 
 
 def test_every_example_fits_its_schema(openapi):
+    assert examples_checked(openapi) >= 30
+
+
+def examples_checked(openapi: OpenAPI) -> int:
+    """Checks every example of the document against its schema; returns how many there were."""
     checked = 0
     for media, media_object, pointer in media_types(openapi):
         assert "schema" in media_object, pointer
@@ -247,7 +260,7 @@ def test_every_example_fits_its_schema(openapi):
             problems = openapi.errors(pointer, value)
             assert not problems, (pointer, value, problems)
             checked += 1
-    assert checked >= 30, checked
+    return checked
 
 
 def test_schemas_refuse_what_the_server_never_sends(openapi):
@@ -740,3 +753,158 @@ def test_request_schema_agrees_with_the_server(request, openapi, verified_server
         assert code != "invalid_request", reply.body
     else:
         assert (reply.status, code) == (400, "invalid_request"), reply.body
+
+
+# MARK: - admin-openapi.yaml: the admin listener
+
+CATALOG = "/admin/v1/apps/{bundleId}/catalog"
+# Every operation the admin listener routes (HEAD is answered wherever GET is, undocumented).
+ADMIN_OPERATIONS = {
+    ("GET", "/admin/v1/health"),
+    ("POST", "/admin/v1/session"),
+    ("GET", "/admin/v1/session"),
+    ("DELETE", "/admin/v1/session"),
+    ("GET", "/admin/v1/tokens"),
+    ("POST", "/admin/v1/tokens"),
+    ("DELETE", "/admin/v1/tokens/{id}"),
+    ("GET", CATALOG + "/versions"),
+    ("GET", CATALOG + "/versions/{version}"),
+    ("GET", CATALOG + "/draft"),
+    ("PUT", CATALOG + "/draft"),
+    ("DELETE", CATALOG + "/draft"),
+    ("POST", CATALOG + "/validate"),
+    ("GET", CATALOG + "/diff"),
+    ("POST", CATALOG + "/publish"),
+    ("POST", CATALOG + "/rollback"),
+    ("GET", "/admin/v1/audit"),
+    ("GET", "/admin/v1/audit/verify"),
+}
+
+
+def concrete(path: str) -> str:
+    return path.replace("{bundleId}", BUNDLE_ID).replace("{id}", "0123456789ab").replace("{version}", "1")
+
+
+@pytest.fixture(scope="module")
+def admin_openapi() -> OpenAPI:
+    return OpenAPI(yaml.safe_load(ADMIN_SPEC_PATH.read_text(encoding="utf-8")))
+
+
+@pytest.fixture(scope="module")
+def admin_server(tmp_path_factory, signing_key):
+    """A server with an admin listener (the catalog in the storage), addressed at its admin port."""
+    directory = tmp_path_factory.mktemp("admin-openapi")
+    config = json.loads(write_config(directory / "plain.json", [signing_key]).read_text())
+    config["storage"] = "memory"
+    config["catalog"] = "storage"
+    config["admin"] = {"listen": {"host": "127.0.0.1", "port": 0}}
+    path = directory / "admin.json"
+    path.write_text(json.dumps(config, indent=2))
+    running = Server.start(path, directory, admin=True)
+    yield running.admin()
+    status = running.stop(signal.SIGTERM, timeout=5)
+    assert status == 0, running.stderr_path.read_text(errors="replace")
+
+
+def test_admin_document_is_valid_openapi_3_1(admin_openapi):
+    assert admin_openapi.document["openapi"].startswith("3.1.")
+    validate_openapi(admin_openapi.document)
+
+
+def test_admin_examples_fit_their_schemas(admin_openapi):
+    assert examples_checked(admin_openapi) >= 15
+
+
+def test_admin_document_operations_are_the_routes(admin_openapi):
+    assert admin_openapi.operations() == ADMIN_OPERATIONS
+
+
+def test_admin_every_documented_operation_is_routed(admin_server, admin_openapi):
+    """Without credentials: 200 for health, 400 for a sign-in without a token, 401 everywhere else; each as
+    documented, security headers included."""
+    for method, path in sorted(admin_openapi.operations()):
+        reply = admin_server.request(method, concrete(path), b"{}" if method in ("POST", "PUT") else None)
+        assert reply.status not in (404, 405), (method, path, reply.status, reply.body)
+        expected = {"/admin/v1/health": 200}.get(path, 400 if (method, path) == ("POST", "/admin/v1/session") else 401)
+        assert reply.status == expected, (method, path, reply.status, reply.body)
+        admin_openapi.check(reply, admin_openapi.operation_response(method, path, reply.status), method)
+        assert reply.header("X-Frame-Options") == "DENY", (method, path, reply.headers)
+        assert (reply.header("Content-Security-Policy") or "").startswith("default-src 'none'"), reply.headers
+        assert reply.header("Referrer-Policy") == "no-referrer", reply.headers
+
+
+def test_admin_sign_in_with_an_unknown_token_is_401(admin_server, admin_openapi):
+    reply = admin_server.post("/admin/v1/session", {"token": "osa_" + "A" * 43})
+    assert reply.status == 401, reply.body
+    admin_openapi.check(reply, admin_openapi.operation_response("POST", "/admin/v1/session", 401), "POST")
+    assert reply.json()["error"]["code"] == "unauthorized"
+
+
+def test_admin_every_other_method_gets_405_with_allow(admin_server, admin_openapi):
+    declared = admin_openapi.component_response("MethodNotAllowed")
+    for path, item in admin_openapi.document["paths"].items():
+        allowed = {m.upper() for m in OPENAPI_METHODS if m in item}
+        if "GET" in allowed:
+            allowed.add("HEAD")
+        for method in HTTP_METHODS:
+            if method in allowed:
+                continue
+            reply = admin_server.request(method, concrete(path), b"{}" if method in ("POST", "PUT", "PATCH") else None)
+            assert reply.status == 405, (method, path, reply.status)
+            methods = {m.strip() for m in reply.header("Allow").split(",")}
+            assert methods == allowed, (method, path, reply.headers)
+            admin_openapi.check(reply, declared, method)
+
+
+@pytest.mark.parametrize("path", ["/admin/v1", "/admin/v2/session", "/admin/v1/session/", "/admin/v1/audits",
+                                  "/admin/v1/tokens/a/b", "/ADMIN/v1/health"])
+def test_admin_undocumented_paths_get_404(admin_server, admin_openapi, path):
+    declared = admin_openapi.component_response("NotFound")
+    reply = admin_server.request("GET", path)
+    assert reply.status == 404, (path, reply.status)
+    admin_openapi.check(reply, declared, "GET")
+    assert reply.json()["error"]["code"] == "not_found"
+
+
+def test_public_port_refuses_every_admin_path(server, openapi):
+    """The admin API is never on the public port, whatever the credentials."""
+    declared = openapi.component_response("NotFound")
+    for method, path in sorted(ADMIN_OPERATIONS):
+        reply = server.request(method, concrete(path), b"{}" if method in ("POST", "PUT") else None,
+                               headers={"Authorization": "Bearer osa_" + "A" * 43})
+        assert reply.status == 404, (method, path, reply.status)
+        openapi.check(reply, declared, method)
+
+
+def test_admin_error_codes_match_the_swift_source(admin_openapi):
+    """Every (status, code) the admin listener can answer is declared, and the document's codes are exactly those:
+    the admin API's own (ErrorMapping.adminStatuses) and the shared ones its routes and the HTTP layer give."""
+    server = REPO_ROOT / "Sources" / "OfferServer" / "Routing"
+    raw_codes = dict(re.findall(r'static let (\w+) = ErrorCode\(rawValue: "([a-z_]+)"\)',
+                                (REPO_ROOT / "Sources" / "OfferAPI" / "ErrorCode.swift").read_text()))
+    mapping = (server / "ErrorMapping.swift").read_text()
+    start = "adminStatuses: [ErrorCode: Int] = ["
+    table = mapping[mapping.index(start) + len(start):]
+    table = table[:table.index("]")]
+    pairs = re.findall(r'\.(\w+): (\d+)', table)
+    emitted = {(int(status), raw_codes[code]) for code, status in pairs}
+    assert len(emitted) >= 11, emitted
+    # Shared with the public API: a bad body or argument, an unknown app, the store failing, a bug; the HTTP layer's
+    # 404, 405, 413 and its 503 while stopping.
+    emitted |= {(400, "invalid_request"), (404, "unknown_app"), (503, "storage_unavailable"), (500, "internal_error"),
+                (404, "not_found"), (405, "method_not_allowed"), (413, "payload_too_large"), (503, "not_ready")}
+
+    declared: set[tuple[int, str]] = set()
+    for path, item in admin_openapi.document["paths"].items():
+        for method in OPENAPI_METHODS:
+            for status, response in item.get(method, {}).get("responses", {}).items():
+                response, _ = admin_openapi.deref(response, "")
+                schema = response.get("content", {}).get("application/json", {}).get("schema")
+                declared |= {(int(status), code) for code in schema_codes(admin_openapi, schema)} if schema else set()
+    for name, status in (("NotFound", 404), ("MethodNotAllowed", 405), ("InternalError", 500)):
+        response, _ = admin_openapi.component_response(name)
+        declared |= {(status, code) for code in schema_codes(admin_openapi, response["content"]["application/json"])}
+    assert emitted <= declared, f"answered by the admin listener but not declared: {sorted(emitted - declared)}"
+    assert declared <= emitted, f"declared but never answered: {sorted(declared - emitted)}"
+    enum = set(admin_openapi.document["components"]["schemas"]["ErrorCode"]["enum"])
+    assert enum == {code for _, code in emitted}

@@ -114,6 +114,15 @@ public final class Metrics: Sendable {
             help: "The published catalog version served for each app (catalog \"storage\").", type: "gauge",
             index: 25)
 
+        public static let auditEntries = Family(
+            name: "offer_signer_audit_entries",
+            help: "Entries of the admin audit log, as far as this process has appended or seen (the head's count).",
+            type: "gauge", index: 26)
+        public static let auditHead = Family(
+            name: "offer_signer_audit_head_info",
+            help: "The hash of the newest admin audit entry this process has appended or seen, 1.", type: "gauge",
+            index: 27)
+
         /// The order families are rendered in.
         static let all: [Family] = [
             .build, .configuration, .reloads, .requests, .decisions, .notEligible, .limitsReached, .signatures,
@@ -121,7 +130,7 @@ public final class Metrics: Sendable {
             .offerBudgetRemaining, .offerReservations, .offerRedemptions, .notifications, .appleAPILookups,
             .appleAPILookupMilliseconds,
             .appleAPICalls, .appleAPICallMilliseconds, .appleAPICache, .appleAPIBreaker, .subscriptionLookups,
-            .retentionAnswers, .catalogVersion,
+            .retentionAnswers, .catalogVersion, .auditEntries, .auditHead,
         ]
     }
 

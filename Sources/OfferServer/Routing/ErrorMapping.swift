@@ -12,8 +12,16 @@ public enum ErrorMapping {
         .storageUnavailable: 503, .internalError: 500, .noRetentionAnswer: 404, .deadlineExceeded: 503,
     ]
 
+    /// The HTTP status of each code only the admin API answers (`admin-openapi.yaml` declares them; `openapi.yaml`,
+    /// the public API's, does not).
+    static let adminStatuses: [ErrorCode: Int] = [
+        .unauthorized: 401, .sessionExpired: 401, .forbidden: 403, .csrfRejected: 403, .preconditionRequired: 428,
+        .versionConflict: 409, .invalidCatalog: 422, .catalogIsFile: 409, .unknownVersion: 404, .unknownToken: 404,
+        .tokenNameTaken: 409,
+    ]
+
     /// The HTTP status of a domain error code (500 when unmapped).
-    public static func status(of code: ErrorCode) -> Int { statuses[code] ?? 500 }
+    public static func status(of code: ErrorCode) -> Int { statuses[code] ?? adminStatuses[code] ?? 500 }
 
     /// The response for `error`, recording its code (and refused signed data's check) on `context`.
     public static func response(for error: any Error, context: RequestContext) -> HTTPResponse {
@@ -38,6 +46,12 @@ public enum ErrorMapping {
             context.record { $0.reason = ErrorCode.invalidRequest.rawValue }
             let body = ErrorResponse(code: .invalidRequest, message: error.message, field: error.field)
             return HTTPResponse(status: 400, body: body.jsonBytes)
+        case let error as AdminError:
+            guard let status = adminStatuses[error.code] ?? statuses[error.code] else {
+                return unmapped(error, context)
+            }
+            context.record { $0.reason = error.code.rawValue }
+            return HTTPResponse(status: status, body: error.body, headers: error.headers)
         case let error as HTTPError:
             context.record { $0.reason = error.code.rawValue }
             return error.response

@@ -100,6 +100,7 @@ public struct AccessLogMiddleware: Middleware {
         if let decision = facts.decision { fields.append(("decision", decision)) }
         if let reason = facts.reason { fields.append(("reason", reason)) }
         if let refresh = facts.refresh { fields.append(("refresh", refresh)) }
+        if let actor = facts.actor { fields.append(("actor", actor)) }
         context.log.info("request", fields)
     }
 }

@@ -21,6 +21,7 @@ public final class RequestContext: Sendable {
     /// Monotonic nanoseconds at arrival, for the duration in the access log.
     let started: UInt64
     private let facts = Mutex(Facts())
+    private let identity = Mutex<AdminCaller?>(nil)
 
     /// What the request turned out to be about, for the access log and metrics. Identifiers and codes only.
     public struct Facts: Sendable {
@@ -45,6 +46,8 @@ public final class RequestContext: Sendable {
         /// `repeated`, `none`, `deadline`, `refused`, ...) and where the customer's facts came from (`state`,
         /// `lookup`, `none`).
         public var retention: (answer: String, facts: String)?
+        /// On the admin listener: the name of the token asking (never the token itself).
+        public var actor: String?
     }
 
     init(
@@ -59,6 +62,16 @@ public final class RequestContext: Sendable {
         self.snapshot = snapshot
         self.log = log
         self.started = started
+    }
+
+    /// Who is asking, on the admin listener: set by its authentication before the handler runs; `nil` on the
+    /// public listener and on admin routes that need no authentication.
+    public var caller: AdminCaller? { identity.withLock { $0 } }
+
+    /// Records who is asking (the admin listener's authentication), and names them in the access log.
+    func authenticate(_ caller: AdminCaller) {
+        identity.withLock { $0 = caller }
+        record { $0.actor = caller.name }
     }
 
     /// Adds to what the access log and metrics will say about this request.

@@ -64,6 +64,22 @@ public struct Configuration: Sendable {
                     path: "$.catalog",
                     "is \"storage\", which keeps the catalog's versions in the storage, but $.storage is \"none\""))
         }
+        if let admin = settings.admin {
+            if settings.storage == .none {
+                errors.append(
+                    ConfigError(
+                        path: "$.admin",
+                        "needs a storage for its tokens, sessions, audit log and catalog versions, but $.storage is "
+                            + "\"none\": use \"sqlite:PATH\" (the default) or \"postgresql://...\""))
+            }
+            if admin.port != 0 && admin.port == settings.listen.port {
+                errors.append(
+                    ConfigError(
+                        path: "$.admin.listen.port",
+                        "is \(admin.port), the public listener's port ($.listen.port): the admin API needs a port of its "
+                            + "own, never served on the public one"))
+            }
+        }
         guard errors.isEmpty else { throw ConfigErrors(errors) }
         return Configuration(path: path, settings: settings, apps: apps, hash: Hex.encode(SHA256.hash(bytes).prefix(6)))
     }

@@ -36,7 +36,25 @@ public struct Settings: Sendable {
         public var format = Logger.Format.logfmt
     }
 
+    /// The admin listener (`admin`): the admin API and the web console, on a port of their own.
+    public struct Admin: Sendable, Equatable {
+        public var host = "127.0.0.1"
+        public var port = 8081
+        /// Whether `host` may be other than loopback: only behind a TLS-terminating proxy (sessions then get
+        /// `Secure` cookies).
+        public var allowRemote = false
+        /// How long a console session lasts, in minutes (5 to 10080, a week).
+        public var sessionMinutes = 480
+
+        public init() {}
+
+        /// `sessionMinutes`' bounds.
+        public static let sessionMinutesRange = 5...10080
+    }
+
     public var listen = Listen()
+    /// The admin listener; off when `nil`.
+    public var admin: Admin?
     public var rateLimit: RateLimit?
     /// Where the ledger of issued signatures lives; needed when an offer has `limits`. Not named in the
     /// configuration: `defaultLedgerFile` in the configuration's folder.
@@ -81,6 +99,7 @@ public struct Settings: Sendable {
     static func parse(_ reader: inout ConfigReader, baseDirectory: String, errors: inout [ConfigError]) -> Settings {
         var settings = Settings()
         if let listen = reader.value("listen") { settings.listen = parseListen(listen, errors: &errors) }
+        if let admin = reader.value("admin") { settings.admin = parseAdmin(admin, errors: &errors) }
         if let rateLimit = reader.value("rateLimit") { settings.rateLimit = parseRateLimit(rateLimit, errors: &errors) }
         let storage = reader.string("storage", required: false)
         settings.storageIsNamed = storage != nil
@@ -118,6 +137,39 @@ public struct Settings: Sendable {
         if let timeout = reader.int("idleTimeoutSeconds", range: 1...3600) { listen.idleTimeoutSeconds = timeout }
         reader.finish(into: &errors)
         return listen
+    }
+
+    private static func parseAdmin(_ value: JSONValue, errors: inout [ConfigError]) -> Admin {
+        var reader = ConfigReader(value, path: "$.admin", errors: &errors)
+        var admin = Admin()
+        if let listen = reader.value("listen") {
+            var listenReader = ConfigReader(listen, path: "$.admin.listen", errors: &errors)
+            if let host = listenReader.string("host", required: false) { admin.host = host }
+            if let port = listenReader.int("port", range: 0...65535) { admin.port = port }
+            listenReader.finish(into: &errors)
+        }
+        if let allowRemote = reader.bool("allowRemote") { admin.allowRemote = allowRemote }
+        if let minutes = reader.int("sessionMinutes", range: Admin.sessionMinutesRange) {
+            admin.sessionMinutes = minutes
+        }
+        reader.finish(into: &errors)
+        if !admin.allowRemote && !isLoopback(admin.host) {
+            errors.append(
+                ConfigError(
+                    path: "$.admin.listen.host",
+                    "\"\(admin.host)\" is not a loopback address: the admin API changes offers and tokens, so it "
+                        + "listens on 127.0.0.1 or ::1 unless \"allowRemote\": true, which is only safe behind a "
+                        + "TLS-terminating proxy"))
+        }
+        return admin
+    }
+
+    /// Whether `host` names this machine's loopback interface only: `localhost`, `::1` or `127.x.x.x`.
+    static func isLoopback(_ host: String) -> Bool {
+        if host == "localhost" || host == "::1" || host == "[::1]" { return true }
+        let parts = host.split(separator: ".", omittingEmptySubsequences: false)
+        return parts.count == 4 && parts[0] == "127"
+            && parts.allSatisfy { part in part.utf8.allSatisfy { (48...57).contains($0) } && UInt8(part) != nil }
     }
 
     private static func parseRateLimit(_ value: JSONValue, errors: inout [ConfigError]) -> RateLimit? {
