@@ -9,11 +9,6 @@ import Testing
 /// Issue 10, item 5: the web console, embedded in the binary and served with a strict Content-Security-Policy.
 @Suite("The web console's routes: its files, their types, the security headers, and a page without inline code")
 struct ConsoleRoutesTests {
-    /// A client of a router holding the console's routes only.
-    static func client(_ fixture: ServiceFixture) -> TestClient {
-        fixture.client(of: RouterTests.router(ConsoleRoutes().routes, fixture: fixture).handle)
-    }
-
     static let expectedHeaders = [
         "Content-Security-Policy":
             "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; "
@@ -21,15 +16,19 @@ struct ConsoleRoutesTests {
         "X-Frame-Options": "DENY",
         "X-Content-Type-Options": "nosniff",
         "Referrer-Policy": "no-referrer",
-        "Cache-Control": "no-cache",
     ]
 
     static var page: String { String(decoding: ConsoleRoutes.page.bytes, as: UTF8.self) }
     static var script: String { String(decoding: ConsoleRoutes.assets["console.js"]?.bytes ?? [], as: UTF8.self) }
     static var styleSheet: String { String(decoding: ConsoleRoutes.assets["console.css"]?.bytes ?? [], as: UTF8.self) }
 
+    /// Every value of header `name` in `response`.
+    static func values(_ name: String, _ response: TestResponse) -> [String] {
+        response.headers.filter { $0.name.lowercased() == name.lowercased() }.map(\.value)
+    }
+
     @Test(
-        "the page, the style sheet, the script and the icon are served with their content types",
+        "the admin listener serves the page, the style sheet, the script and the icon, with their types, to anyone",
         arguments: [
             ("/admin/", "text/html; charset=utf-8", "<!doctype html>"),
             ("/admin/assets/console.css", "text/css; charset=utf-8", "system-ui"),
@@ -37,35 +36,38 @@ struct ConsoleRoutesTests {
             ("/admin/assets/favicon.svg", "image/svg+xml", "<svg xmlns=\"http://www.w3.org/2000/svg\""),
         ])
     func served(path: String, contentType: String, beginning: String) throws {
-        let fixture = try ServiceFixture()
+        let fixture = try AdminFixture()
         defer { fixture.remove() }
-        let response = try Self.client(fixture).get(path)
+        let response = try fixture.send("GET", path)
         #expect(response.status == 200)
         #expect(response.contentType == contentType)
         #expect(response.text.contains(beginning))
-        let head = try Self.client(fixture).send(HTTPRequest(method: "HEAD", path: path))
+        let head = try fixture.send("HEAD", path)
         #expect(head.status == 200)
         #expect(head.contentType == contentType)
     }
 
     @Test(
-        "every answer carries the CSP, X-Frame-Options DENY, nosniff, no-referrer and no-cache, once each",
-        arguments: ["/admin/", "/admin", "/admin/assets/console.js", "/admin/assets/console.css", "/admin/assets/x.js"])
-    func securityHeaders(path: String) throws {
-        let fixture = try ServiceFixture()
+        "every answer carries the CSP, X-Frame-Options DENY, nosniff and no-referrer once; the files say no-cache",
+        arguments: [
+            ("/admin/", "no-cache"), ("/admin", "no-cache"), ("/admin/assets/console.js", "no-cache"),
+            ("/admin/assets/console.css", "no-cache"), ("/admin/assets/x.js", "no-store"),
+        ])
+    func securityHeaders(path: String, caching: String) throws {
+        let fixture = try AdminFixture()
         defer { fixture.remove() }
-        let response = try Self.client(fixture).get(path)
+        let response = try fixture.send("GET", path)
         for (name, value) in Self.expectedHeaders {
-            let found = response.headers.filter { $0.name.lowercased() == name.lowercased() }
-            #expect(found.map(\.value) == [value], "\(path): \(name)")
+            #expect(Self.values(name, response) == [value], "\(path): \(name)")
         }
+        #expect(Self.values("Cache-Control", response) == [caching], "\(path)")
     }
 
     @Test("/admin redirects to /admin/, where the page's relative links resolve under /admin/assets/")
     func redirect() throws {
-        let fixture = try ServiceFixture()
+        let fixture = try AdminFixture()
         defer { fixture.remove() }
-        let response = try Self.client(fixture).get("/admin")
+        let response = try fixture.send("GET", "/admin")
         #expect(response.status == 301)
         #expect(response.header("Location") == "/admin/")
         #expect(response.body.isEmpty)
@@ -77,13 +79,22 @@ struct ConsoleRoutesTests {
             "/admin/assets/missing.js", "/admin/assets/index.html", "/admin/assets/..", "/admin/assets/CONSOLE.JS",
         ])
     func unknownAsset(path: String) throws {
-        let fixture = try ServiceFixture()
+        let fixture = try AdminFixture()
         defer { fixture.remove() }
-        let response = try Self.client(fixture).get(path)
+        let response = try fixture.send("GET", path)
         #expect(response.status == 404)
         #expect(response.contentType == "application/json")
         #expect(response.errorCode == .notFound)
         #expect(response.header("Content-Security-Policy") == Self.expectedHeaders["Content-Security-Policy"])
+    }
+
+    @Test("the public listener serves no console", arguments: ["/admin/", "/admin", "/admin/assets/console.js"])
+    func notOnThePublicListener(path: String) throws {
+        let fixture = try AdminFixture()
+        defer { fixture.remove() }
+        let response = try fixture.publicClient.get(path)
+        #expect(response.status == 404)
+        #expect(response.errorCode == .notFound)
     }
 
     @Test("every file the page links to is an embedded asset")

@@ -21,6 +21,7 @@ public final class AdminService: Sendable {
     /// The routes every admin listener has; a feature adds its own here (or passes them to `init`).
     public static let standardRoutes: [any AdminRouteSet] = [
         AdminHealthRoutes(), SessionRoutes(), TokenRoutes(), CatalogRoutes(), AuditRoutes(), ViewRoutes(),
+        ConsoleRoutes(),
     ]
 
     /// `catalog`: where the apps' offers come from (the editing routes answer `catalog_is_file` for `.file`).

@@ -1,11 +1,14 @@
 import OfferAPI
 
-/// The web console of the admin listener: `GET /admin/` answers its page and `GET /admin/assets/{name}` its style
+/// The web console on the admin listener: `GET /admin/` answers its page and `GET /admin/assets/{name}` its style
 /// sheet, script and icon, all compiled into the binary from `Sources/OfferServer/Console` (SwiftPM's
 /// `embedInCode`), so nothing is installed beside the binary and nothing is loaded from elsewhere. The page is
-/// static and holds no secret: the script signs in through the admin API, which keeps the session in an HttpOnly
-/// cookie. Every answer carries `securityHeaders`, a 404 included.
-struct ConsoleRoutes: Sendable {
+/// static and holds no secret: its script signs in through the admin API, which keeps the session in an HttpOnly
+/// cookie. No authentication: the files are the same for everyone. Every answer gets the admin listener's security
+/// headers (`AdminSecurityHeaders`: the CSP allows the console's own script and style sheet only); the files say
+/// `Cache-Control: no-cache` instead of `no-store`, so a browser may keep them but asks again each time and sees a
+/// new binary's console at the next load.
+struct ConsoleRoutes: AdminRouteSet {
     /// An embedded file and the type it is served as.
     struct Asset: Sendable {
         let bytes: [UInt8]
@@ -22,35 +25,21 @@ struct ConsoleRoutes: Sendable {
         "favicon.svg": Asset(bytes: PackageResources.favicon_svg, contentType: "image/svg+xml"),
     ]
 
-    /// The Content-Security-Policy: the page's own script and style sheet only (no inline script, no inline
-    /// style, no outside origin), requests to the admin API only, and no framing.
-    static let contentSecurityPolicy =
-        "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; "
-        + "form-action 'self'; frame-ancestors 'none'; base-uri 'none'"
+    static let caching = HTTPHeader("Cache-Control", "no-cache")
 
-    /// Sent with every console answer. `no-cache`: a browser may keep the files but asks again each time, so a new
-    /// binary's console is seen at the next load.
-    static let securityHeaders = [
-        HTTPHeader("Content-Security-Policy", contentSecurityPolicy),
-        HTTPHeader("X-Frame-Options", "DENY"),
-        HTTPHeader("X-Content-Type-Options", "nosniff"),
-        HTTPHeader("Referrer-Policy", "no-referrer"),
-        HTTPHeader("Cache-Control", "no-cache"),
-    ]
+    func routes(_ admin: AdminService) -> [Route] { routes }
 
     var routes: [Route] {
         [
-            .sync("GET", "/admin", group: .operations) { _, _ in
+            .admin("GET", "/admin", role: nil) { _, _ in
                 HTTPResponse(
                     status: 301, body: [], contentType: "text/plain; charset=utf-8",
-                    headers: Self.securityHeaders + [HTTPHeader("Location", "/admin/")])
+                    headers: [Self.caching, HTTPHeader("Location", "/admin/")])
             },
-            .sync("GET", "/admin/", group: .operations) { _, _ in Self.answer(Self.page) },
-            .sync("GET", "/admin/assets/{name}", group: .operations) { request, context in
+            .admin("GET", "/admin/", role: nil) { _, _ in Self.answer(Self.page) },
+            .admin("GET", "/admin/assets/{name}", role: nil) { request, context in
                 guard let name = context.parameters["name"], let asset = Self.assets[name] else {
-                    var missing = HTTPError.notFound(request.path).response
-                    missing.headers += Self.securityHeaders
-                    return missing
+                    throw HTTPError.notFound(request.path)
                 }
                 return Self.answer(asset)
             },
@@ -58,6 +47,6 @@ struct ConsoleRoutes: Sendable {
     }
 
     static func answer(_ asset: Asset) -> HTTPResponse {
-        HTTPResponse(status: 200, body: asset.bytes, contentType: asset.contentType, headers: securityHeaders)
+        HTTPResponse(status: 200, body: asset.bytes, contentType: asset.contentType, headers: [caching])
     }
 }
