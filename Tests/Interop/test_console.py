@@ -51,6 +51,8 @@ SCREENSHOTS = REPO_ROOT / ".build" / "test-output" / "console"
 # Name in the file, and the viewport: a laptop and a phone.
 WIDTHS = {"1280": (1280, 800), "390": (390, 844)}
 NEW_OFFER = "console_spring"
+OFFER_LATER = "summer_2099"  # scheduled
+OFFER_OVER = "winter_2020"  # ended
 WAIT = 15
 SESSION_COOKIE = "offer_signer_session"
 
@@ -90,6 +92,11 @@ def deployment(tmp_path, testkit_dir, signing_key):
                  "requiresVerifiedCustomer": False},
                 {"id": OFFER_LAPSED, "type": "promotional", "productIds": [PRODUCT_MONTHLY],
                  "eligibility": {"all": [{"subscriptionStatus": ["expired"]}, {"daysSinceExpiry": {"min": 30}}]}},
+                {"id": OFFER_LATER, "type": "promotional", "productIds": [PRODUCT_YEARLY],
+                 "activeFrom": "2099-06-01T00:00:00Z", "requiresVerifiedCustomer": False},
+                {"id": OFFER_OVER, "type": "promotional", "productIds": [PRODUCT_YEARLY],
+                 "activeFrom": "2020-01-01T00:00:00Z", "activeUntil": "2020-02-01T00:00:00Z",
+                 "requiresVerifiedCustomer": False},
             ],
         }],
     }
@@ -283,25 +290,27 @@ def test_console_round_from_sign_in_to_sign_out(driver, deployment, screenshots,
     assert driver.execute_script("return document.cookie") == "", "the session cookie must be HttpOnly"
     assert driver.execute_script("return localStorage.length + sessionStorage.length") == 0
     assert cookie not in driver.page_source
-    rows = {row.get_attribute("data-offer-id"): row for row in console.all("#offers-table .offer-row")}
-    assert set(rows) == {OFFER_OPEN, OFFER_LAPSED}
-    assert all(row.find_element(By.CSS_SELECTOR, ".badge").text == "live" for row in rows.values())
+    states = {row.get_attribute("data-offer-id"): row.find_element(By.CSS_SELECTOR, ".badge").text
+              for row in console.all("#offers-table .offer-row")}
+    assert states == {OFFER_OPEN: "live", OFFER_LAPSED: "live", OFFER_LATER: "scheduled", OFFER_OVER: "ended"}
 
     # A new offer in the draft: the validation error shows at its field, then goes once fixed.
     console.go("editor")
     console.find("#add-offer").click()
     cards = console.all(".offer-card")
-    assert len(cards) == 3
-    editor = cards[2].find_element(By.CSS_SELECTOR, "textarea.offer-json")
+    assert len(cards) == len(states) + 1
+    new_index = len(states)
+    editor = cards[new_index].find_element(By.CSS_SELECTOR, "textarea.offer-json")
     offer = {"id": NEW_OFFER, "type": "promotional", "productIds": [PRODUCT_MONTHLY],
              "requiresVerifiedCustomer": False, "limits": {"total": 0}}
     console.type_into(editor, json.dumps(offer, indent=1))
-    error_at_field = f'.offer-card[data-offer-id="{NEW_OFFER}"] .field-error[data-path="$.offers[2].limits.total"]'
+    error_at_field = (f'.offer-card[data-offer-id="{NEW_OFFER}"] '
+                      f'.field-error[data-path="$.offers[{new_index}].limits.total"]')
     error = console.shown(error_at_field)
     assert error.find_element(By.CSS_SELECTOR, ".field-name").text == "limits.total"
     assert error.find_element(By.CSS_SELECTOR, ".field-message").text, "the API's message is shown"
     errors = [(e.get_attribute("data-path"), e.text) for e in console.all(".field-error")]
-    assert all(path.startswith("$.offers[2].") for path, _ in errors), f"only the new offer is wrong: {errors}"
+    assert all(path.startswith(f"$.offers[{new_index}].") for path, _ in errors), f"only the new one is wrong: {errors}"
     console.text_in("#check-status", f"{len(errors)} problem{'' if len(errors) == 1 else 's'} to fix.")
     console.screenshot("editor")
     offer["limits"]["total"] = 100
@@ -309,7 +318,7 @@ def test_console_round_from_sign_in_to_sign_out(driver, deployment, screenshots,
     console.text_in("#check-status", "No problems found.")
     assert not console.all(".field-error")
     # The rule beside it, in words: this offer has none, so everyone.
-    assert "Everyone" in cards[2].find_element(By.CSS_SELECTOR, ".offer-side").text
+    assert "Everyone" in cards[new_index].find_element(By.CSS_SELECTOR, ".offer-side").text
     assert "All of these" in cards[1].find_element(By.CSS_SELECTOR, ".offer-side").text
     console.find("#save-draft").click()
     console.text_in(".banner-success", "Draft saved (revision 1).")

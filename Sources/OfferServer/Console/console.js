@@ -61,6 +61,11 @@
     }
   }
 
+  /** An identifier that a narrow column may break after its dots (com.example.<wbr>pro.<wbr>monthly). */
+  function breakable(text) {
+    return text.split(/(?<=\.)/).flatMap((part, index) => (index ? [h('wbr'), part] : [part]));
+  }
+
   /** A table cell with its column's name, shown beside it when a narrow screen stacks the table. */
   function cell(label, attrs, ...children) {
     const { text, ...rest } = attrs || {};
@@ -466,7 +471,8 @@
       }
       const rows = data.offers.map((offer) => h('tr', { data: { offerId: offer.id }, class: 'offer-row' },
         cell('Offer', null, h('strong', { class: 'offer-id', text: offer.id }),
-          h('div', { class: 'muted small', text: `${offer.type} · ${offer.productIds.join(', ')}` })),
+          h('div', { class: 'muted small', text: offer.type }),
+          offer.productIds.map((product) => h('div', { class: 'muted small product' }, breakable(product)))),
         cell('State', null, badge(offer.state)),
         cell('Window', null, windowText(offer.activeFrom, offer.activeUntil)),
         cell('Who', { class: 'rule-cell' }, offer.rule ? ruleFromText(offer.rule) : h('span', { class: 'muted', text: 'everyone' }),
