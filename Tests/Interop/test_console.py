@@ -365,7 +365,7 @@ def test_console_round_from_sign_in_to_sign_out(driver, deployment, screenshots,
 
     # Issued against redeemed, per offer over days.
     console.go("charts")
-    chart = console.shown(f'.chart-card[data-offer-id="{NEW_OFFER}"] svg.chart')
+    chart = console.shown(f'.chart-card[data-offer-id="{NEW_OFFER}"] svg.chart-wide')
     assert chart.find_elements(By.CSS_SELECTOR, "polyline.series-issued")
     assert chart.find_elements(By.CSS_SELECTOR, "polyline.series-redeemed")
     totals = console.find(f'.chart-card[data-offer-id="{NEW_OFFER}"] .chart-totals').text

@@ -1327,7 +1327,10 @@
             h('span', { text: `Reserved ${count(found.reserved)}` }),
             h('span', { text: `Remaining ${found.remaining === null || found.remaining === undefined ? 'no limit' : found.remaining}` }),
             h('span', { text: `Conversion ${percent(found.conversion)}` })));
-          card.append(chart(found.daily || [], offer.id));
+          // Two drawings, one for a wide card and one for a phone's (the style sheet shows one): text in an SVG
+          // scales with it, so each is drawn at about the size it is shown.
+          card.append(chart(found.daily || [], offer.id, 600, 220, 'chart-wide'),
+            chart(found.daily || [], offer.id, 340, 200, 'chart-narrow'));
         }
         grid.append(card);
       });
@@ -1336,16 +1339,14 @@
   }
 
   /** Issued and redeemed per day as two lines in an SVG that scales with its card. */
-  function chart(daily, label) {
-    const width = 600;
-    const height = 220;
+  function chart(daily, label, width, height, kind) {
     const left = 40;
     const right = 12;
     const top = 14;
     const bottom = 30;
     const plotWidth = width - left - right;
     const plotHeight = height - top - bottom;
-    const max = Math.max(1, ...daily.map((day) => Math.max(day.issued, day.redeemed)));
+    const max = Math.max(2, ...daily.map((day) => Math.max(day.issued, day.redeemed)));
     const ceiling = niceCeiling(max);
     const x = (index) => left + (daily.length < 2 ? plotWidth / 2 : (index * plotWidth) / (daily.length - 1));
     const y = (value) => top + plotHeight - (value * plotHeight) / ceiling;
@@ -1368,7 +1369,7 @@
       day.redeemed ? s('circle', { class: 'dot dot-redeemed', cx: x(index), cy: y(day.redeemed), r: 3 }) : null));
     const total = (key) => daily.reduce((sum, day) => sum + day[key], 0);
     return s('svg', {
-      class: 'chart', viewBox: `0 0 ${width} ${height}`, role: 'img', preserveAspectRatio: 'xMidYMid meet',
+      class: `chart ${kind}`, viewBox: `0 0 ${width} ${height}`, role: 'img', preserveAspectRatio: 'xMidYMid meet',
       'aria-label': `${label}: ${total('issued')} issued and ${total('redeemed')} redeemed over ${daily.length} days`,
     }, grid, dayLabels, line('issued'), line('redeemed'), points);
   }
