@@ -75,6 +75,10 @@ struct AdminRoleTests {
         RouteCase("GET", "/admin/v1/decisions", role: .viewer),
         RouteCase(
             "POST", "/admin/v1/simulate", body: .object(["bundleId": .string(AdminFixture.bundleId)]), role: .editor),
+        // The web console's files: the same for everyone.
+        RouteCase("GET", "/admin", role: nil),
+        RouteCase("GET", "/admin/", role: nil),
+        RouteCase("GET", "/admin/assets/{name}", path: "/admin/assets/console.js", role: nil),
     ]
 
     /// The route's request, with `credentials` added, for the fixture's app.
