@@ -10,6 +10,7 @@ enum CatalogCommand {
     static func run(_ subcommand: String, _ arguments: ArraySlice<String>) throws -> Int32 {
         switch subcommand {
         case "export": return try export(arguments)
+        case "import": return try importFile(arguments)
         default: throw UsageError("unknown subcommand \"\(subcommand)\" of catalog")
         }
     }
@@ -57,6 +58,117 @@ enum CatalogCommand {
         Console.out(String(decoding: JSONWriter.pretty(.object(["apps": .array(exported)])), as: UTF8.self))
         Console.err("exported " + notes.joined(separator: "; "))
         return 0
+    }
+
+    /// Reads a file in the export's format and, for each app in it (or the one `--app` names), makes it the app's
+    /// draft, or with `--publish` the app's next version, through the `CatalogEditor` the admin API uses. The whole
+    /// file is validated first (every mistake with its JSON path) and nothing changes unless all of it is valid. An
+    /// app whose document equals its live version is left alone.
+    static func importFile(_ arguments: ArraySlice<String>) throws -> Int32 {
+        let options = try Arguments(
+            arguments, valued: ["config", "file", "app", "message"], switches: ["publish"])
+        guard options.positionals.isEmpty else { throw UsageError("unexpected argument \(options.positionals[0])") }
+        let publish = options.flags.contains("publish")
+        if options["message"] != nil && !publish { throw UsageError("--message goes with --publish") }
+        let path = try options.required("file")
+        let configuration = try ServeCommand.readConfiguration(try options.required("config"))
+        guard configuration.settings.catalog == .storage else {
+            throw CommandError(
+                "the configuration's catalog is \"file\": its offers are the file's own (edit them and reload), or set "
+                    + "\"catalog\": \"storage\" to keep versions in the storage")
+        }
+        let documents = try read(path, configuration: configuration, only: options["app"])
+        guard let store = try openStore(configuration) else { throw CommandError("no catalog storage") }
+        let editor = CatalogEditor(
+            store: store, mode: .storage,
+            audit: AuditTrail(store: store, log: Logger(level: .info), metrics: Metrics()))
+        let message = options["message"] ?? "imported from \(path)"
+        var lines: [String] = []
+        for (app, document) in documents {
+            let live = try AdminCommand.perform { try editor.live(of: app) }
+            if let version = live.version, (try? CatalogDocument.parse(live.document).json) == document.json {
+                lines.append("\(app.bundleId): unchanged, version \(version) is live")
+                continue
+            }
+            let actor = AdminActor.commandLine(at: SystemClock.nowMilliseconds())
+            if publish {
+                let version = try AdminCommand.perform {
+                    try editor.importDocument(bundleId: app.bundleId, document.json, message: message, by: actor)
+                }
+                lines.append("\(app.bundleId): published version \(version.version)")
+            } else {
+                let revision = try AdminCommand.perform { try editor.draft(of: app).revision }
+                let draft = try AdminCommand.perform {
+                    try editor.saveDraft(
+                        of: app, try JSONParser.parse(document.json), expectedRevision: revision, by: actor)
+                }
+                lines.append(
+                    "\(app.bundleId): saved as its draft (revision \(draft.revision)); publish it in the console or API, "
+                        + "or import again with --publish")
+            }
+        }
+        Console.out(lines.joined(separator: "\n"))
+        return 0
+    }
+
+    /// The file's apps (those of the configuration; only `only` when given), each with its validated document.
+    /// Every mistake of the file is reported at once, with its JSON path.
+    static func read(
+        _ path: String, configuration: Configuration, only: String?
+    ) throws -> [(AppDefinition, CatalogDocument)] {
+        guard let bytes = FileBytes.read(path, limit: 4 << 20) else {
+            throw CommandError("\(path): cannot read the file")
+        }
+        let root: JSONValue
+        do {
+            root = try JSONParser.parse(bytes)
+        } catch {
+            throw CommandError("\(path): not valid JSON: \(error.description)")
+        }
+        var errors: [ConfigError] = []
+        var documents: [(AppDefinition, CatalogDocument)] = []
+        var reader = ConfigReader(root, path: "$", errors: &errors)
+        let apps = reader.array("apps") ?? []
+        reader.finish(into: &errors)
+        var seen: Set<String> = []
+        for (index, element) in apps.enumerated() {
+            let appPath = "$.apps[\(index)]"
+            guard case .object(var members) = element else {
+                errors.append(ConfigError(path: appPath, "expected an object, found \(element.typeDescription)"))
+                continue
+            }
+            guard case .string(let bundleId)? = members.removeValue(forKey: "bundleId") else {
+                errors.append(ConfigError(path: "\(appPath).bundleId", "is required: the app these offers are for"))
+                continue
+            }
+            guard let app = configuration.apps.first(where: { $0.bundleId == bundleId }) else {
+                errors.append(
+                    ConfigError(
+                        path: "\(appPath).bundleId",
+                        "\(bundleId) is not an app of the configuration (apps: "
+                            + configuration.apps.map(\.bundleId).joined(separator: ", ") + ")"))
+                continue
+            }
+            guard seen.insert(bundleId).inserted else {
+                errors.append(ConfigError(path: "\(appPath).bundleId", "duplicate bundleId \(bundleId)"))
+                continue
+            }
+            do {
+                let document = try CatalogDocument.parse(.object(members), path: appPath)
+                if only == nil || only == bundleId { documents.append((app, document)) }
+            } catch {
+                errors += error.errors
+            }
+        }
+        if let only, !seen.contains(only), errors.isEmpty {
+            throw UsageError("--app \(only): the file has no app with that bundleId")
+        }
+        guard errors.isEmpty else {
+            throw CommandError(
+                "\(path) is not a valid catalog, nothing was imported:\n"
+                    + errors.map { "  \($0)" }.joined(separator: "\n"))
+        }
+        return documents
     }
 
     /// The configuration's apps, or the one `--app` names.

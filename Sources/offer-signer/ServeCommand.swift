@@ -70,19 +70,10 @@ enum ServeCommand {
             throw CommandError(error.description)
         }
         // The admin store lives beside the ledger: the catalog's versions (`catalog: "storage"`), and the admin
-        // listener's tokens, sessions and audit log. Opened once (a `memory` one is this process's alone). Apps
-        // without a published version get the file's offers as version 1.
+        // listener's tokens, sessions and audit log. Opened once (a `memory` one is this process's alone).
         let adminStore =
             settings.catalog == .storage || settings.admin != nil
             ? try AdminStorage.open(settings.storage, commandLine: false, log: log) : nil
-        if let adminStore, settings.catalog == .storage {
-            do {
-                _ = try CatalogRuntime.importFileOffers(
-                    configuration, store: adminStore, at: SystemClock.nowMilliseconds(), log: log)
-            } catch let error as LedgerError {
-                throw CommandError("cannot import the file's offers into the storage: \(error.description)")
-            }
-        }
         let served = try loadCatalog(configuration, store: adminStore)
         let catalog = served.catalog
         for warning in configuration.warnings(at: SystemClock.nowMilliseconds(), served: served) {
@@ -100,6 +91,19 @@ enum ServeCommand {
             snapshot: try snapshot(configuration, catalog: served, ledger: ledger), ledger: ledger,
             rateLimit: settings.rateLimit, clock: SystemClock.nowMilliseconds, log: log, appStoreClient: appStoreClient)
         let runtime = CatalogRuntime(service: service, configuration: configuration, store: adminStore, log: log)
+        if let adminStore, settings.catalog == .storage {
+            // Apps without a published version get the file's offers as version 1, then are served from the storage.
+            let editor = CatalogEditor(
+                store: adminStore, mode: .storage,
+                audit: AuditTrail(store: adminStore, log: log, metrics: service.metrics))
+            do {
+                _ = try CatalogRuntime.importFileOffers(
+                    configuration, editor: editor, at: SystemClock.nowMilliseconds(), log: log)
+            } catch {
+                throw CommandError("cannot import the file's offers into the storage: \(error)")
+            }
+            runtime.refresh()
+        }
         runtime.start()
         let server = HTTPServer(limits: limits, handler: service.handle)
         do {

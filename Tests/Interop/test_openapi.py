@@ -778,11 +778,18 @@ ADMIN_OPERATIONS = {
     ("POST", CATALOG + "/rollback"),
     ("GET", "/admin/v1/audit"),
     ("GET", "/admin/v1/audit/verify"),
+    ("GET", "/admin/v1/apps"),
+    ("GET", "/admin/v1/apps/{bundleId}/keys"),
+    ("GET", "/admin/v1/apps/{bundleId}/offers"),
+    ("GET", "/admin/v1/apps/{bundleId}/offers/{offerId}/stats"),
+    ("GET", "/admin/v1/decisions"),
+    ("POST", "/admin/v1/simulate"),
 }
 
 
 def concrete(path: str) -> str:
-    return path.replace("{bundleId}", BUNDLE_ID).replace("{id}", "0123456789ab").replace("{version}", "1")
+    return (path.replace("{bundleId}", BUNDLE_ID).replace("{id}", "0123456789ab").replace("{version}", "1")
+            .replace("{offerId}", OFFER_OPEN))
 
 
 @pytest.fixture(scope="module")
@@ -889,10 +896,12 @@ def test_admin_error_codes_match_the_swift_source(admin_openapi):
     pairs = re.findall(r'\.(\w+): (\d+)', table)
     emitted = {(int(status), raw_codes[code]) for code, status in pairs}
     assert len(emitted) >= 11, emitted
-    # Shared with the public API: a bad body or argument, an unknown app, the store failing, a bug; the HTTP layer's
-    # 404, 405, 413 and its 503 while stopping.
+    # Shared with the public API: a bad body or argument, an unknown app or offer (an offer's stats), signed data that
+    # does not verify (a simulation), the store failing, a bug; the HTTP layer's 404, 405, 413 and its 503 while
+    # stopping.
     emitted |= {(400, "invalid_request"), (404, "unknown_app"), (503, "storage_unavailable"), (500, "internal_error"),
-                (404, "not_found"), (405, "method_not_allowed"), (413, "payload_too_large"), (503, "not_ready")}
+                (404, "not_found"), (405, "method_not_allowed"), (413, "payload_too_large"), (503, "not_ready"),
+                (404, "unknown_offer"), (400, "untrusted_signed_data")}
 
     declared: set[tuple[int, str]] = set()
     for path, item in admin_openapi.document["paths"].items():

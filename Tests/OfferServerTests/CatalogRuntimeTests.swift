@@ -27,6 +27,13 @@ struct CatalogRuntimeTests {
         try TestDeployment(apps: apps, settings: ["catalog": .string(catalog)])
     }
 
+    /// The editor every change of these tests goes through, over `store`.
+    static func editor(_ store: any AdminStore) -> CatalogEditor {
+        CatalogEditor(
+            store: store, mode: .storage,
+            audit: AuditTrail(store: store, log: Logger(level: .error), metrics: Metrics()))
+    }
+
     static func publish(
         _ store: any AdminStore, _ document: [UInt8], expectedLatest: Int64, at: Int64 = 1_800_000_000_000
     ) throws -> CatalogVersion {
@@ -50,7 +57,7 @@ struct CatalogRuntimeTests {
         let configuration = try Configuration.read(path: deployment.configurationPath)
         let store = MemoryAdminStore()
         let imported = try CatalogRuntime.importFileOffers(
-            configuration, store: store, at: 1000, log: Logger(level: .error))
+            configuration, editor: Self.editor(store), at: 1000, log: Logger(level: .error))
         #expect(imported == [Self.bundleId])
         #expect(try store.latestVersions() == [Self.bundleId: 1])
         let version = try #require(try store.catalogVersion(bundleId: Self.bundleId, version: 1))
@@ -60,15 +67,21 @@ struct CatalogRuntimeTests {
         let entries = try store.allAuditEntries()
         #expect(entries.map(\.record.action) == ["catalog.import"])
         #expect(entries.first?.record.actor == "file")
-        #expect(entries.first?.record.after == String(decoding: version.document, as: UTF8.self))
+        let after = try JSONParser.parse(Array((entries.first?.record.after ?? "").utf8))
+        #expect(after["version"] == .int(1))
+        #expect(after["document"] == (try JSONParser.parse(version.document)))
         // A second start, or another replica's, imports nothing more.
         #expect(
-            try CatalogRuntime.importFileOffers(configuration, store: store, at: 2000, log: Logger(level: .error))
-                .isEmpty)
+            try CatalogRuntime.importFileOffers(
+                configuration, editor: Self.editor(store), at: 2000, log: Logger(level: .error)
+            )
+            .isEmpty)
         _ = try Self.publish(store, Self.spring, expectedLatest: 1)
         #expect(
-            try CatalogRuntime.importFileOffers(configuration, store: store, at: 3000, log: Logger(level: .error))
-                .isEmpty)
+            try CatalogRuntime.importFileOffers(
+                configuration, editor: Self.editor(store), at: 3000, log: Logger(level: .error)
+            )
+            .isEmpty)
         #expect(try store.latestVersions() == [Self.bundleId: 2])
     }
 
@@ -86,7 +99,7 @@ struct CatalogRuntimeTests {
         var served = try ServedCatalog.load(storage, store: store)
         #expect(served.versions.isEmpty)
         #expect(served.catalog.apps[Self.bundleId]?.offer("launch_week") != nil)
-        _ = try CatalogRuntime.importFileOffers(storage, store: store, at: 1, log: Logger(level: .error))
+        _ = try CatalogRuntime.importFileOffers(storage, editor: Self.editor(store), at: 1, log: Logger(level: .error))
         _ = try Self.publish(store, Self.spring, expectedLatest: 1)
         served = try ServedCatalog.load(storage, store: store)
         #expect(served.versions == [Self.bundleId: 2])
@@ -109,7 +122,8 @@ struct CatalogRuntimeTests {
         defer { deployment.remove() }
         let configuration = try Configuration.read(path: deployment.configurationPath)
         let store = MemoryAdminStore()
-        _ = try CatalogRuntime.importFileOffers(configuration, store: store, at: 1, log: Logger(level: .error))
+        _ = try CatalogRuntime.importFileOffers(
+            configuration, editor: Self.editor(store), at: 1, log: Logger(level: .error))
         let client = try deployment.client()
         let runtime = CatalogRuntime(
             service: client.service, configuration: configuration, store: store, log: Logger(level: .error))
@@ -141,7 +155,8 @@ struct CatalogRuntimeTests {
         defer { deployment.remove() }
         let configuration = try Configuration.read(path: deployment.configurationPath)
         let store = MemoryAdminStore()
-        _ = try CatalogRuntime.importFileOffers(configuration, store: store, at: 1, log: Logger(level: .error))
+        _ = try CatalogRuntime.importFileOffers(
+            configuration, editor: Self.editor(store), at: 1, log: Logger(level: .error))
         let client = try deployment.client()
         let runtime = CatalogRuntime(
             service: client.service, configuration: configuration, store: store, log: Logger(level: .error))

@@ -182,7 +182,8 @@ public final class Metrics: Sendable {
         for family in Family.all {
             out += "# HELP \(family.name) \(family.help)\n# TYPE \(family.name) \(family.type)\n"
             for (labels, value) in snapshot[family.index].sorted(by: { $0.key < $1.key }) {
-                out += "\(family.name){\(labels)} \(value)\n"
+                // A series without labels is written bare, as Prometheus's own exporters write it.
+                out += labels.isEmpty ? "\(family.name) \(value)\n" : "\(family.name){\(labels)} \(value)\n"
             }
         }
         return out

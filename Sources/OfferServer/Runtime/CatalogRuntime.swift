@@ -96,27 +96,22 @@ public final class CatalogRuntime: Sendable {
     }
 
     /// `catalog: "storage"`: gives every app of `configuration` without a published version its file's offers and
-    /// retention entries as version 1 (audited as `catalog.import` by `file`). An app that another replica gave a
-    /// version meanwhile is left as it is. Returns the apps imported.
+    /// retention entries as version 1, through `editor` (validated, audited as `catalog.import` by `file`). An app
+    /// that another replica gave a version meanwhile is left as it is. Returns the apps imported.
     public static func importFileOffers(
-        _ configuration: Configuration, store: any AdminStore, at now: Int64, log: Logger
+        _ configuration: Configuration, editor: CatalogEditor, at now: Int64, log: Logger
     ) throws -> [String] {
         guard configuration.settings.catalog == .storage else { return [] }
-        let latest = try store.latestVersions()
+        let latest = try editor.store.latestVersions()
         var imported: [String] = []
         for app in configuration.apps where latest[app.bundleId] == nil {
-            let document = String(decoding: app.catalogJSON, as: UTF8.self)
-            let message = "imported from \(configuration.path)"
             do {
-                _ = try store.publish(
-                    bundleId: app.bundleId, document: app.catalogJSON, message: message, author: "file",
-                    expectedLatest: 0, draftRevision: nil, at: now,
-                    audit: AuditRecord(
-                        at: now, actor: "file", action: "catalog.import", subject: app.bundleId, after: document,
-                        requestId: "start"))
+                _ = try editor.importDocument(
+                    bundleId: app.bundleId, app.catalogJSON, message: "imported from \(configuration.path)",
+                    expectedLatest: 0, by: AdminActor(name: "file", requestId: "start", at: now))
                 imported.append(app.bundleId)
                 log.info("catalog imported from the file as version 1", [("app", app.bundleId)])
-            } catch AdminStoreError.conflict {
+            } catch let error as AdminError where error.code == .versionConflict {
                 continue
             }
         }
