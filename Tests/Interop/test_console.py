@@ -76,11 +76,21 @@ class Deployment:
 def deployment(tmp_path, testkit_dir, signing_key):
     """The real binary serving the catalog from a fresh SQLite file, with an admin listener and a publisher's token
     made by `offer-signer admin token create`; the test kit's CA is trusted for Sandbox data."""
+    yield from serve(tmp_path, testkit_dir, signing_key, catalog="storage")
+
+
+@pytest.fixture
+def file_deployment(tmp_path, testkit_dir, signing_key):
+    """`deployment` with the catalog in the configuration file."""
+    yield from serve(tmp_path, testkit_dir, signing_key, catalog="file")
+
+
+def serve(tmp_path: Path, testkit_dir: Path, signing_key, catalog: str):
     database = tmp_path / "console.sqlite"
     config = {
         "listen": {"host": "127.0.0.1", "port": 0},
         "storage": f"sqlite:{database}",
-        "catalog": "storage",
+        "catalog": catalog,
         "admin": {"listen": {"host": "127.0.0.1", "port": 0}, "sessionMinutes": 60},
         "trust": {"rootCertificates": [str(testkit_dir / "ca" / "root.cer")], "environments": ["Sandbox"]},
         "apps": [{
@@ -533,6 +543,20 @@ def test_an_expired_session_sends_the_page_back_to_sign_in(driver, deployment):
     console.sign_in(deployment.token, then="audit")
     assert "audit" in driver.current_url
     problems = unexpected_errors(console.read_log(), {(401, "/admin/v1/session"), (401, "/admin/v1/audit")})
+    assert not problems, f"the browser logged errors: {problems}"
+
+
+def test_with_the_catalog_in_the_file_the_editor_says_where_offers_change(driver, file_deployment):
+    console = Console(driver, file_deployment)
+    console.open()
+    console.sign_in(file_deployment.token)
+    assert len(console.all("#offers-table .offer-row")) == 4
+    console.go("editor")
+    assert 'catalog: "file"' in console.find(".banner-info").text
+    assert all(not box.is_enabled() for box in console.all("textarea.offer-json"))
+    assert not console.find("#save-draft").is_enabled() and not console.find("#add-offer").is_enabled()
+    assert not console.all(".field-error")
+    problems = unexpected_errors(console.read_log(), {(401, "/admin/v1/session")})
     assert not problems, f"the browser logged errors: {problems}"
 
 
