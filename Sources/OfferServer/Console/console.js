@@ -755,14 +755,14 @@
     const discardButton = h('button', { type: 'button', id: 'discard-draft', class: 'button-quiet', text: 'Discard draft', disabled: !editable || draft.revision === 0 });
     const publishLink = h('a', { class: 'button-link', href: `#/apps/${encodeURIComponent(state.app)}/publish`, text: 'Review and publish →' });
 
-    const document_ = draft.document || { offers: [] };
-    for (const offer of document_.offers || []) addCard(offer);
+    const initial = draft.document || { offers: [] };
+    for (const offer of initial.offers || []) addCard(offer);
     const retentionText = h('textarea', {
       id: 'retention-json', class: 'json', rows: 6, spellcheck: 'false', 'aria-label': 'Retention entries (JSON)', disabled: !editable,
-      value: pretty(document_.retention || []),
+      value: pretty(initial.retention || []),
     });
     const retentionErrors = h('ul', { class: 'field-errors', hidden: true, id: 'retention-errors' });
-    const retention = h('details', { class: 'card retention', open: (document_.retention || []).length > 0 },
+    const retention = h('details', { class: 'card retention', open: (initial.retention || []).length > 0 },
       h('summary', null, h('h3', { text: 'Retention Messaging entries' })),
       h('p', { class: 'help', text: 'What Apple shows a customer who is about to cancel: a list, as in the configuration file.' }),
       retentionText, retentionErrors);
@@ -873,15 +873,15 @@
       for (const card of editor.cards) showErrors(card.errors, [], card.text);
       showErrors(retentionErrors, [], retentionText);
       showErrors(documentErrors, [], null);
-      const document = collect();
-      if (!document) {
+      const catalog = collect();
+      if (!catalog) {
         status.textContent = 'Fix the JSON first.';
         status.className = 'check-status check-bad';
         return false;
       }
       const ticket = ++editor.checking;
       try {
-        const { data } = await api('POST', appPath('/catalog/validate'), { document });
+        const { data } = await api('POST', appPath('/catalog/validate'), { document: catalog });
         if (ticket !== editor.checking) return false;
         placeErrors(data.errors || []);
         status.textContent = data.valid ? 'No problems found.' : `${data.errors.length} problem${data.errors.length === 1 ? '' : 's'} to fix.`;
@@ -945,14 +945,14 @@
 
     async function save() {
       clearBanners();
-      const document = collect();
-      if (!document) {
+      const catalog = collect();
+      if (!catalog) {
         banner('error', 'The draft was not saved: an offer is not valid JSON.');
         return;
       }
       saveButton.disabled = true;
       try {
-        const { data, headers } = await api('PUT', appPath('/catalog/draft'), { document }, { 'If-Match': editor.etag });
+        const { data, headers } = await api('PUT', appPath('/catalog/draft'), { document: catalog }, { 'If-Match': editor.etag });
         editor.revision = data.revision;
         editor.etag = headers.get('ETag') || `"${data.revision}"`;
         editor.dirty = false;
