@@ -73,7 +73,8 @@ enum Help {
         than "ledgerRetentionDays" are purged at start and every hour (one log line each time).
         With an "admin" block, the admin API and web console are served on their own listener (admin.listen,
         loopback only unless "allowRemote"), never on the public port, and a second line is printed:
-        "offer-signer admin listening on http://HOST:PORT". Both listeners stop together.
+        "offer-signer admin listening on http://HOST:PORT" (the console is at /admin/ there). Both listeners
+        stop together.
 
           --config FILE        configuration file (JSON), required
           --host HOST          listen address, overrides the config
