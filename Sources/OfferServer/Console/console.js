@@ -1420,13 +1420,13 @@
     const rows = data.entries.map((entry) => h('tr', { class: 'audit-row', data: { sequence: entry.sequence, action: entry.action } },
       cell('#', { text: entry.sequence }),
       cell('When', null, time(entry.at)),
-      cell('Who', { text: entry.actor }),
+      cell('Who', { class: 'nowrap', text: entry.actor }),
       cell('Action', null, h('code', { text: entry.action })),
       cell('Subject', { class: 'wrap', text: entry.subject || '' }),
       cell('Change', { class: 'wrap wide' }, entry.before === null && entry.after === null
         ? h('span', { class: 'muted', text: '—' })
         : h('details', { class: 'change' }, h('summary', { text: 'Before and after' }), diffView(entry.before, entry.after))),
-      cell('Request', { class: 'wrap small' }, h('code', { text: entry.requestId || '' }))));
+      cell('Request', { class: 'nowrap small' }, h('code', { text: entry.requestId || '' }))));
     page.append(h('div', { class: 'card table-card' }, h('table', { class: 'table stack', id: 'audit-table' },
       h('thead', null, h('tr', null, ['#', 'When', 'Who', 'Action', 'Subject', 'Change', 'Request'].map((title) => h('th', { scope: 'col', text: title })))),
       h('tbody', null, rows))));
