@@ -283,7 +283,8 @@ def test_readyz(server, config_path):
     assert response.status == 200
     # The configuration in force: the first 12 hex digits of the SHA-256 of the file's bytes.
     loaded = hashlib.sha256(pathlib.Path(config_path).read_bytes()).hexdigest()[:12]
-    assert response.json() == {"status": "ready", "apps": 1, "keys": 1, "configuration": loaded}
+    assert response.json() == {"status": "ready", "apps": 1, "keys": 1, "configuration": loaded,
+                               "catalog": {"source": "file", "versions": {}}}
 
 
 def test_query_string_ignored_for_routing(server):
