@@ -224,7 +224,8 @@ def test_rotation_active_key_signs(tmp_path, signing_key, rotated_key):
         assert not der_signature_verifies(der, payload, signing_key.public_key)
 
         ready = server.request("GET", "/readyz")
-        assert {k: v for k, v in ready.json().items() if k != "configuration"} == {"status": "ready", "apps": 1, "keys": 2}
+        assert {k: v for k, v in ready.json().items() if k != "configuration"} == {
+            "status": "ready", "apps": 1, "keys": 2, "catalog": {"source": "file", "versions": {}}}
         assert ready.json()["configuration"] == hashlib.sha256(config.read_bytes()).hexdigest()[:12]
     finally:
         assert server.stop(signal.SIGTERM, timeout=5) == 0
