@@ -73,7 +73,10 @@ extension Offer {
         let ttl = reader.int("signatureTTLSeconds", range: 60...86_400)
         reader.finish(into: &errors)
         if perCustomer == nil && total == nil {
-            errors.append(ConfigError(path: path, "set perCustomer, total or both"))
+            // Said only when neither is written: a wrong value has its own error already.
+            if value["perCustomer"] == nil && value["total"] == nil {
+                errors.append(ConfigError(path: path, "set perCustomer, total or both"))
+            }
             return nil
         }
         return OfferLimits(
