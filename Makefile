@@ -69,6 +69,8 @@ run: release
 	@echo "offer-signer demo on http://$(HOST):$(PORT)  (Ctrl-C stops it)"
 	@echo "try it:"
 	@echo "  curl -s -X POST http://$(HOST):$(PORT)/v1/signatures/promotional-offer -H 'Content-Type: application/json' -d '{\"bundleId\":\"com.example.app\",\"productId\":\"com.example.pro.monthly\",\"offerId\":\"launch_week_demo\"}'"
+	@echo "the web console for marketing ops: http://127.0.0.1:8081/admin/ ; sign in with a token made by"
+	@echo "  $(BIN) admin token create --config $(CONFIG) --name me --role publisher"
 	exec $(BIN) serve --config $(CONFIG) --host $(HOST) --port $(PORT)
 
 EXAMPLE := Examples/OfferKitDemo

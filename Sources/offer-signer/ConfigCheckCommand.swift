@@ -41,7 +41,6 @@ enum ConfigCheckCommand {
                 "ledgerRetentionDays: \(settings.ledgerRetentionDays) (older signature records are purged into daily "
                     + "totals)", at: 3)
         }
-        lines.append("catalog: \(settings.catalog.rawValue)")
         if let admin = settings.admin {
             let host = admin.host.contains(":") ? "[\(admin.host)]" : admin.host
             lines.append(

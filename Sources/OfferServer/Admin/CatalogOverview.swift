@@ -129,7 +129,7 @@ public enum CatalogOverview {
         return .object(members)
     }
 
-    /// One offer: identity, state, window, rule as text, limits and figures.
+    /// One offer: identity, state, window, rule as compact JSON text, limits and figures.
     static func describe(_ offer: Offer, state: State, statistics: OfferStatistics?) -> JSONValue {
         var limits = JSONValue.null
         if let offerLimits = offer.limits {
