@@ -36,31 +36,44 @@ public enum Base64 {
     private static func encodeBytes<C: Collection>(_ data: C, alphabet: [UInt8], pad: Bool) -> [UInt8]
     where C.Element == UInt8 {
         let input = Array(data)
-        var out = [UInt8]()
-        out.reserveCapacity((input.count + 2) / 3 * 4)
-        var index = 0
-        while index + 3 <= input.count {
-            let value = UInt32(input[index]) << 16 | UInt32(input[index + 1]) << 8 | UInt32(input[index + 2])
-            out.append(alphabet[Int(value >> 18 & 63)])
-            out.append(alphabet[Int(value >> 12 & 63)])
-            out.append(alphabet[Int(value >> 6 & 63)])
-            out.append(alphabet[Int(value & 63)])
-            index += 3
+        let full = input.count / 3
+        let rest = input.count - full * 3
+        let count = full * 4 + (rest == 0 ? 0 : pad ? 4 : rest + 1)
+        // Written through buffers: an `append` per character checked capacity and bounds 4 times per 3 bytes.
+        return [UInt8](unsafeUninitializedCapacity: count) { out, initialized in
+            input.withUnsafeBufferPointer { bytes in
+                alphabet.withUnsafeBufferPointer { alphabet in
+                    var at = 0
+                    func put(_ value: UInt32) {
+                        out[at] = alphabet[Int(value & 63)]
+                        at += 1
+                    }
+                    var index = 0
+                    for _ in 0..<full {
+                        let value =
+                            UInt32(bytes[index]) << 16 | UInt32(bytes[index + 1]) << 8 | UInt32(bytes[index + 2])
+                        put(value >> 18)
+                        put(value >> 12)
+                        put(value >> 6)
+                        put(value)
+                        index += 3
+                    }
+                    if rest > 0 {
+                        let value = UInt32(bytes[index]) << 16 | (rest == 2 ? UInt32(bytes[index + 1]) << 8 : 0)
+                        put(value >> 18)
+                        put(value >> 12)
+                        if rest == 2 { put(value >> 6) }
+                        if pad {
+                            while at < count {
+                                out[at] = UInt8(ascii: "=")
+                                at += 1
+                            }
+                        }
+                    }
+                    initialized = at
+                }
+            }
         }
-        let rest = input.count - index
-        if rest == 1 {
-            let value = UInt32(input[index]) << 16
-            out.append(alphabet[Int(value >> 18 & 63)])
-            out.append(alphabet[Int(value >> 12 & 63)])
-            if pad { out.append(contentsOf: [UInt8(ascii: "="), UInt8(ascii: "=")]) }
-        } else if rest == 2 {
-            let value = UInt32(input[index]) << 16 | UInt32(input[index + 1]) << 8
-            out.append(alphabet[Int(value >> 18 & 63)])
-            out.append(alphabet[Int(value >> 12 & 63)])
-            out.append(alphabet[Int(value >> 6 & 63)])
-            if pad { out.append(UInt8(ascii: "=")) }
-        }
-        return out
     }
 
     /// Decodes padded standard Base64 (no whitespace). Returns `nil` on any invalid input.

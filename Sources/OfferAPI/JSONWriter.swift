@@ -89,11 +89,15 @@ public struct JSONWriter {
     public static func appendQuoted(_ value: String, to out: inout [UInt8]) {
         out.append(UInt8(ascii: "\""))
         // Most strings (JWS, IDs, nonces) need no escape: copy them whole.
-        let plain = value.utf8.withContiguousStorageIfAvailable { bytes in
-            bytes.allSatisfy { $0 >= 0x20 && $0 != UInt8(ascii: "\"") && $0 != UInt8(ascii: "\\") }
+        // The check and the copy both on the string's own bytes: one memcpy, not an append per byte.
+        let copied = value.utf8.withContiguousStorageIfAvailable { bytes in
+            guard bytes.allSatisfy({ $0 >= 0x20 && $0 != UInt8(ascii: "\"") && $0 != UInt8(ascii: "\\") }) else {
+                return false
+            }
+            out.append(contentsOf: bytes)
+            return true
         }
-        if plain == true {
-            out.append(contentsOf: value.utf8)
+        if copied == true {
             out.append(UInt8(ascii: "\""))
             return
         }

@@ -276,7 +276,8 @@ private func accessHandler(
     let path = url.map { String(cString: $0) } ?? "/"
     var request = HTTPRequest(
         method: method.map { String(cString: $0) } ?? "GET",
-        path: path.split(separator: "?", maxSplits: 1, omittingEmptySubsequences: false).first.map(String.init) ?? path,
+        // Cut at the first "?" by its byte: a split by Characters walked the path's graphemes on every request.
+        path: path.utf8.firstIndex(of: UInt8(ascii: "?")).map { String(path[..<$0]) } ?? path,
         body: state.body)
     for name in server.limits.forwardedHeaders {
         if let value = MHD_lookup_connection_value(connection, .HEADER_KIND, name) {

@@ -134,8 +134,41 @@ public final class Metrics: Sendable {
         ]
     }
 
-    /// Per family (by `Family.index`), the value of each series by its rendered labels.
-    private let series = Mutex<[[String: Int]]>(Array(repeating: [:], count: Family.all.count))
+    /// A series' labels, names and values in the order given: the key counts are kept under. Hashing a few short
+    /// strings is cheap on the request path; the labels are rendered as text only when `/metrics` is scraped.
+    struct Labels: Hashable {
+        /// Name, value, name, value...
+        let parts: [String]
+
+        init(_ labels: KeyValuePairs<String, String>) {
+            var parts: [String] = []
+            parts.reserveCapacity(labels.count * 2)
+            for (name, value) in labels {
+                parts.append(name)
+                parts.append(value)
+            }
+            self.parts = parts
+        }
+
+        /// `name="value",...` with Prometheus's escaping.
+        var rendered: String {
+            var out = ""
+            out.reserveCapacity(96)
+            var index = 0
+            while index + 1 < parts.count {
+                if index > 0 { out += "," }
+                out += parts[index]
+                out += "=\""
+                out += Metrics.escape(parts[index + 1])
+                out += "\""
+                index += 2
+            }
+            return out
+        }
+    }
+
+    /// Per family (by `Family.index`), the value of each series by its labels.
+    private let series = Mutex<[[Labels: Int]]>(Array(repeating: [:], count: Family.all.count))
 
     public init(version: String = "0.1.0") {
         set(.build, ["version": version], to: 1)
@@ -148,13 +181,13 @@ public final class Metrics: Sendable {
 
     /// Adds `amount` to the series of `family` with `labels` (label names in the order given).
     public func add(_ family: Family, _ labels: KeyValuePairs<String, String>, _ amount: Int) {
-        let key = Self.render(labels)
+        let key = Labels(labels)
         series.withLock { $0[family.index][key, default: 0] += amount }
     }
 
     /// Sets a gauge; `replacing: true` drops the family's other series (an info metric has one value at a time).
     public func set(_ family: Family, _ labels: KeyValuePairs<String, String>, to value: Int, replacing: Bool = true) {
-        let key = Self.render(labels)
+        let key = Labels(labels)
         series.withLock {
             if replacing { $0[family.index] = [:] }
             $0[family.index][key] = value
@@ -164,14 +197,14 @@ public final class Metrics: Sendable {
     /// Sets every series of `family` at once (label names in the order given), dropping the others: for values read
     /// afresh from their source at each scrape, so a series whose subject went (an offer no longer limited) goes too.
     public func replace(_ family: Family, with values: [(labels: KeyValuePairs<String, String>, value: Int)]) {
-        var rendered: [String: Int] = [:]
-        for (labels, value) in values { rendered[Self.render(labels)] = value }
-        series.withLock { $0[family.index] = rendered }
+        var keyed: [Labels: Int] = [:]
+        for (labels, value) in values { keyed[Labels(labels)] = value }
+        series.withLock { $0[family.index] = keyed }
     }
 
     /// The current value of one series (for tests and `/readyz`).
     public func value(_ family: Family, _ labels: KeyValuePairs<String, String>) -> Int {
-        let key = Self.render(labels)
+        let key = Labels(labels)
         return series.withLock { $0[family.index][key] ?? 0 }
     }
 
@@ -181,7 +214,8 @@ public final class Metrics: Sendable {
         var out = ""
         for family in Family.all {
             out += "# HELP \(family.name) \(family.help)\n# TYPE \(family.name) \(family.type)\n"
-            for (labels, value) in snapshot[family.index].sorted(by: { $0.key < $1.key }) {
+            let rendered = snapshot[family.index].map { ($0.key.rendered, $0.value) }.sorted { $0.0 < $1.0 }
+            for (labels, value) in rendered {
                 // A series without labels is written bare, as Prometheus's own exporters write it.
                 out += labels.isEmpty ? "\(family.name) \(value)\n" : "\(family.name){\(labels)} \(value)\n"
             }
@@ -189,21 +223,8 @@ public final class Metrics: Sendable {
         return out
     }
 
-    private static func render(_ labels: KeyValuePairs<String, String>) -> String {
-        var out = ""
-        out.reserveCapacity(96)
-        for (index, label) in labels.enumerated() {
-            if index > 0 { out += "," }
-            out += label.key
-            out += "=\""
-            out += escape(label.value)
-            out += "\""
-        }
-        return out
-    }
-
     /// Prometheus label escaping: backslash, quote and newline.
-    private static func escape(_ value: String) -> String {
+    static func escape(_ value: String) -> String {
         let plain = value.utf8.allSatisfy {
             $0 != UInt8(ascii: "\\") && $0 != UInt8(ascii: "\"") && $0 != UInt8(ascii: "\n")
         }
