@@ -47,9 +47,9 @@ public enum CompactJWS {
         guard bytes.count <= maxLength else { throw DecodeError(message: "JWS is too long") }
         let segments = bytes.split(separator: UInt8(ascii: "."), omittingEmptySubsequences: false)
         guard segments.count == 3 else { throw DecodeError(message: "JWS must have exactly three dot-separated parts") }
-        guard let headerBytes = Base64.decodeURL(String(decoding: segments[0], as: UTF8.self)),
-            let payloadBytes = Base64.decodeURL(String(decoding: segments[1], as: UTF8.self)),
-            let signature = Base64.decodeURL(String(decoding: segments[2], as: UTF8.self))
+        guard let headerBytes = Base64.decodeURL(bytes: segments[0]),
+            let payloadBytes = Base64.decodeURL(bytes: segments[1]),
+            let signature = Base64.decodeURL(bytes: segments[2])
         else { throw DecodeError(message: "JWS part is not base64url") }
         guard let header = try? JSONParser.parse(headerBytes), case .object = header else {
             throw DecodeError(message: "JWS header is not a JSON object")
