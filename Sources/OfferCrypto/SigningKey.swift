@@ -1,28 +1,24 @@
 import COpenSSL
-import Synchronization
 
 /// A P-256 private key held by OpenSSL, as App Store Connect issues them (PKCS#8, `.p8`).
 ///
 /// `@unchecked Sendable`: the `EVP_PKEY` is never mutated after init, and OpenSSL 3 allows
-/// concurrent signing with one key as long as each operation has its own context: a signing context is
-/// taken from the key's pool for one signature at a time (behind a `Mutex`) and given back after.
+/// concurrent signing with one key as long as each operation has its own context: one of `contexts`, a pool that
+/// gives each context to one signature at a time.
 /// The type deliberately has no way to print or export the private key except `pkcs8PEM()`,
 /// which only the key generator uses.
 public final class SigningKey: @unchecked Sendable {
     let pkey: OpaquePointer
-    /// Signing contexts initialised once and used again: setting one up (fetching the algorithm, copying the key's
-    /// provider data) cost about a tenth of a signature every time. At most as many as signatures made at once.
-    private let contexts = Mutex<[SigningContext]>([])
+    /// Signing contexts set up once and used again (`KeyContexts`); freed before the key.
+    private let contexts: KeyContexts
 
     private init(taking pkey: OpaquePointer) throws {
         self.pkey = pkey
+        contexts = KeyContexts(key: pkey, operation: .sign)
         try Self.requireP256(pkey)
     }
 
-    deinit {
-        contexts.withLock { pool in for context in pool { EVP_PKEY_CTX_free(context.pointer) } }
-        EVP_PKEY_free(pkey)
-    }
+    deinit { EVP_PKEY_free(pkey) }
 
     /// Parses a PKCS#8 (or SEC1) PEM private key; the key must be on P-256.
     public convenience init(pem: [UInt8]) throws {
@@ -83,7 +79,10 @@ public final class SigningKey: @unchecked Sendable {
         return key
     }
 
-    private init(unchecked pkey: OpaquePointer) { self.pkey = pkey }
+    private init(unchecked pkey: OpaquePointer) {
+        self.pkey = pkey
+        contexts = KeyContexts(key: pkey, operation: .sign)
+    }
 
     /// The curve's name as OpenSSL reports it (`prime256v1` for P-256).
     public var curveName: String { Self.groupName(pkey) ?? "unknown" }
@@ -113,35 +112,21 @@ public final class SigningKey: @unchecked Sendable {
     /// ECDSA with SHA-256 over `message`; returns the DER signature (70 to 72 bytes on P-256).
     public func signatureDER<Bytes: ContiguousBytes>(for message: Bytes) throws -> [UInt8] {
         let digest = SHA256.hash(message)
-        let context = try takeContext().pointer
-        var signature = [UInt8](repeating: 0, count: 80)
-        var length = signature.count
-        let ok = signature.withUnsafeMutableBufferPointer { out in
-            EVP_PKEY_sign(context, out.baseAddress, &length, digest, digest.count)
+        let signature = contexts.use { context -> ([UInt8]?, Bool) in
+            var signature = [UInt8](repeating: 0, count: 80)
+            var length = signature.count
+            let ok = signature.withUnsafeMutableBufferPointer { out in
+                EVP_PKEY_sign(context, out.baseAddress, &length, digest, digest.count)
+            }
+            guard ok == 1 else {
+                OpenSSLError.drain()
+                return (nil, false)
+            }
+            signature.removeSubrange(length...)
+            return (signature, true)
         }
-        guard ok == 1 else {
-            // A context that failed is not trusted again.
-            EVP_PKEY_CTX_free(context)
-            OpenSSLError.drain()
-            throw CryptoError(.internalFailure, "signing failed")
-        }
-        contexts.withLock { $0.append(SigningContext(pointer: context)) }
-        signature.removeSubrange(length...)
+        guard let signature = signature ?? nil else { throw CryptoError(.internalFailure, "signing failed") }
         return signature
-    }
-
-    /// A signing context of this key set up for ECDSA over a SHA-256 digest: one from the pool, else a new one.
-    private func takeContext() throws -> SigningContext {
-        if let pooled = contexts.withLock({ $0.popLast() }) { return pooled }
-        guard let context = EVP_PKEY_CTX_new_from_pkey(nil, pkey, nil) else {
-            throw CryptoError(.internalFailure, "cannot allocate a signing context")
-        }
-        guard EVP_PKEY_sign_init(context) == 1, EVP_PKEY_CTX_set_signature_md(context, SHA256.algorithm) == 1 else {
-            EVP_PKEY_CTX_free(context)
-            OpenSSLError.drain()
-            throw CryptoError(.internalFailure, "signing initialisation failed")
-        }
-        return SigningContext(pointer: context)
     }
 
     /// ES256 as JOSE wants it: the raw 64-byte `r||s`.
@@ -175,10 +160,4 @@ private func refusePassphrase(
     _ buffer: UnsafeMutablePointer<CChar>?, _ size: Int32, _ writing: Int32, _ context: UnsafeMutableRawPointer?
 ) -> Int32 {
     0
-}
-
-/// A signing context in a key's pool. `@unchecked Sendable`: one thread at a time uses it, between taking it from
-/// the pool and giving it back, both under the pool's `Mutex`.
-private struct SigningContext: @unchecked Sendable {
-    let pointer: OpaquePointer
 }

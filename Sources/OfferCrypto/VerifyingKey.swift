@@ -2,11 +2,17 @@ import COpenSSL
 
 /// An elliptic-curve public key (P-256 for ES256; P-384 appears only inside certificate chains).
 ///
-/// `@unchecked Sendable`: the `EVP_PKEY` is immutable after init and each verification uses its own context.
+/// `@unchecked Sendable`: the `EVP_PKEY` is immutable after init and each verification uses its own context, one
+/// of `contexts` at a time.
 public final class VerifyingKey: @unchecked Sendable {
     let pkey: OpaquePointer
+    /// Verification contexts set up once and used again (`KeyContexts`); freed before the key.
+    private let contexts: KeyContexts
 
-    init(taking pkey: OpaquePointer) { self.pkey = pkey }
+    init(taking pkey: OpaquePointer) {
+        self.pkey = pkey
+        contexts = KeyContexts(key: pkey, operation: .verify)
+    }
 
     deinit { EVP_PKEY_free(pkey) }
 
@@ -61,21 +67,16 @@ public final class VerifyingKey: @unchecked Sendable {
 
     /// Checks a DER ECDSA-with-SHA-256 signature.
     public func isValidSignature<Bytes: ContiguousBytes>(der signature: [UInt8], for message: Bytes) -> Bool {
-        guard let ctx = EVP_MD_CTX_new() else { return false }
-        defer { EVP_MD_CTX_free(ctx) }
-        guard EVP_DigestVerifyInit(ctx, nil, SHA256.algorithm, nil, pkey) == 1 else {
-            OpenSSLError.drain()
-            return false
-        }
-        let result = message.withUnsafeBytes { input in
-            signature.withUnsafeBufferPointer { sig in
-                EVP_DigestVerify(
-                    ctx, sig.baseAddress, sig.count, input.baseAddress?.assumingMemoryBound(to: UInt8.self), input.count
-                )
+        let digest = SHA256.hash(message)
+        let valid = contexts.use { context -> (Bool, Bool) in
+            let result = signature.withUnsafeBufferPointer { sig in
+                EVP_PKEY_verify(context, sig.baseAddress, sig.count, digest, digest.count)
             }
+            // 0 is a signature that does not verify; below 0 an error of the context, which is not used again.
+            if result != 1 { OpenSSLError.drain() }
+            return (result == 1, result >= 0)
         }
-        if result != 1 { OpenSSLError.drain() }
-        return result == 1
+        return valid ?? false
     }
 
     /// Checks a JOSE raw `r||s` ES256 signature (exactly 64 bytes).
