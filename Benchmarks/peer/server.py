@@ -60,6 +60,7 @@ def create_app():
     from appstoreserverlibrary.models.Environment import Environment
     from appstoreserverlibrary.models.Type import Type
     from appstoreserverlibrary.signed_data_verifier import SignedDataVerifier, VerificationException
+    from cryptography import x509
 
     settings = json.loads(os.environ[SETTINGS_VARIABLE])
     creator = PromotionalOfferV2SignatureCreator(
@@ -72,8 +73,14 @@ def create_app():
     # when online (OCSP) checks are on, so every request verifies the whole chain again (X509_STRICT, at the
     # payload's signedDate, two P-384 signatures: leaf by intermediate, intermediate by root), then the JWS with
     # the leaf's P-256 key. offer-signer caches verified (leaf, intermediate) pairs; this is the library as it is.
+    roots = [Path(root).read_bytes() for root in settings["roots"]]
+    for path, root in zip(settings["roots"], roots):
+        try:  # the library keeps the bytes and would only fail on each request: check them once here
+            x509.load_der_x509_certificate(root)
+        except ValueError:
+            raise ValueError(f"--root {path} is not a DER certificate") from None
     verifier = SignedDataVerifier(
-        root_certificates=[Path(root).read_bytes() for root in settings["roots"]],
+        root_certificates=roots,
         enable_online_checks=False,
         environment=Environment(settings["environment"]),
         bundle_id=settings["bundleId"],
@@ -310,7 +317,8 @@ def main(argv: list[str]) -> int:
             supervisor.terminate_all()
             supervisor.join_all()
             return 1
-    print(f"peer listening on http://{args.host}:{port}", flush=True)
+    shown = f"[{args.host}]" if ":" in args.host else args.host
+    print(f"peer listening on http://{shown}:{port}", flush=True)
     while not supervisor.should_exit.wait(0.5):
         supervisor.handle_signals()
         supervisor.keep_subprocess_alive()
