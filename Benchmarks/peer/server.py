@@ -71,8 +71,9 @@ def create_app():
     )
     # With enable_online_checks=False the library caches nothing: its _ChainVerifier keeps verified chains only
     # when online (OCSP) checks are on, so every request verifies the whole chain again (X509_STRICT, at the
-    # payload's signedDate, two P-384 signatures: leaf by intermediate, intermediate by root), then the JWS with
-    # the leaf's P-256 key. offer-signer caches verified (leaf, intermediate) pairs; this is the library as it is.
+    # payload's signedDate, two P-384 signatures: leaf by intermediate, intermediate by root; pyOpenSSL's
+    # verify_certificate and get_verified_chain each run it), then the JWS with the leaf's P-256 key. offer-signer
+    # caches verified (leaf, intermediate) pairs; this is the library as it is.
     roots = [Path(root).read_bytes() for root in settings["roots"]]
     for path, root in zip(settings["roots"], roots):
         try:  # the library keeps the bytes and would only fail on each request: check them once here
