@@ -157,7 +157,7 @@ def markdown(report: dict) -> str:
             "|---|---:|---:|---|",
         ]
         for row in rows:
-            lines.append(f"| {row['target']} | {row['text']} | {row['limit']:g} | "
+            lines.append(f"| {row['target']} | {row['text']} | {row['limit']:.3g} | "
                          f"{'met' if row['met'] else '**missed**'} |")
         lines.append("")
     lines += ["![throughput](throughput.png)", "", "![latency](latency.png)", ""]

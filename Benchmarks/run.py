@@ -1017,7 +1017,7 @@ def measure_retention(args: argparse.Namespace, binary: str, directory: Path, le
         results[peak.key] = {"label": peak.label, "method": peak.method, "path": peak.path, **result}
         # Half the peak rate: each of the connections sends one request every `interval` ms.
         target = result["requestsPerSecond"] / 2
-        interval = max(1, round(args.connections * 1000 / target))
+        interval = half_interval(args, target)
         half = Scenario("retention_half", f"POST retention at half load ({target:.0f}/s)", "POST", path,
                         {"signedPayload": preflight_request}, False, bodies=directory / "retention-half.txt",
                         delay_ms=interval)
@@ -1399,12 +1399,17 @@ def print_table(results: dict, baseline_sign: float) -> None:
 HALF_RATE_KEYS = {"promotional_jws", "promotional_verified", "sqlite_limited"}
 
 
+def half_interval(args: argparse.Namespace, target: float) -> int:
+    """The wait in whole milliseconds after each answer for `target` requests a second over all the connections:
+    rounded down, since the answer's own time adds to it."""
+    return max(1, int(args.connections * 1000 / target)) if target > 0 else 1000
+
+
 def half_load(args: argparse.Namespace, scenario: Scenario, peak: dict) -> Scenario:
-    """`scenario` at half the peak rate: each of the connections waits `interval` ms after each answer, so together
-    they send about connections / interval requests a second (a little less: the answer's own time adds up)."""
+    """`scenario` at half the peak rate: each of the connections waits `half_interval` ms after each answer."""
     target = peak["requestsPerSecond"] / 2
-    interval = max(1, round(args.connections * 1000 / target)) if target > 0 else 1000
-    return scenario.paced(f"{scenario.key}_half", f"{scenario.label} at half load ({target:.0f}/s)", interval)
+    return scenario.paced(f"{scenario.key}_half", f"{scenario.label} at half load ({target:.0f}/s)",
+                          half_interval(args, target))
 
 
 def serve_and_measure(
@@ -1494,7 +1499,7 @@ def targets(results: dict, cpu_floors: dict) -> list[dict]:
     split = results.get("promotional_jws", {}).get("serverThreadCores", [])
     if len(split) >= 2 and split[0] > 0:
         add("the two busiest threads' difference, signed JWS (1 - second/first)", 1 - split[1] / split[0], 0.2,
-            f"{split[0]:.2f} and {split[1]:.2f} cores")
+            f"{split[0]:.2f} and {split[1]:.2f} cores ({1 - split[1] / split[0]:.0%})")
     return rows
 
 
@@ -1693,7 +1698,7 @@ def main(argv: list[str]) -> int:
     if target_rows:
         print("\ntargets (issue 11):")
         for row in target_rows:
-            print(f"  {'met   ' if row['met'] else 'MISSED'} {row['target']}: {row['text']} (limit {row['limit']:g})")
+            print(f"  {'met   ' if row['met'] else 'MISSED'} {row['target']}: {row['text']} (limit {row['limit']:.3g})")
     if server_stderr.strip():
         print(f"\nserver stderr:\n{server_stderr.strip()[-2000:]}")
 
