@@ -6,6 +6,8 @@
 SHELL := /bin/bash
 .DEFAULT_GOAL := help
 
+# `make bench` installs these as well (callgrind counts instructions per request); `make test` does not need them.
+BENCH_APT_PACKAGES := valgrind
 APT_PACKAGES := libssl-dev libmicrohttpd-dev libsqlite3-dev libpq-dev libcurl4-openssl-dev postgresql nginx pkg-config openssl curl wrk chromium chromium-driver
 VENV := .venv
 PYTHON ?= python3
@@ -107,8 +109,18 @@ lint:
 format:
 	swift format --in-place --recursive $(LINT_PATHS)
 
-bench: release $(VENV)/.installed
-	$(WITH_POSTGRES) $(VENV)/bin/python Benchmarks/run.py --bin $(BIN)
+$(VENV)/.bench-installed: Benchmarks/requirements.txt $(VENV)/.installed
+	$(VENV)/bin/pip install -q --disable-pip-version-check -r Benchmarks/requirements.txt
+	touch $@
+
+# The release build, the benchmark's Debian packages and Python packages, then the run (Benchmarks/README.md); prints
+# the time of it all.
+bench:
+	@start=$$(date +%s); \
+	$(MAKE) --no-print-directory release APT_PACKAGES="$(APT_PACKAGES) $(BENCH_APT_PACKAGES)" \
+	  && $(MAKE) --no-print-directory $(VENV)/.bench-installed \
+	  && $(WITH_POSTGRES) $(VENV)/bin/python Benchmarks/run.py --bin $(BIN); \
+	status=$$?; echo "make bench: $$(( $$(date +%s) - start )) s in all, build and installs included"; exit $$status
 
 clean:
 	rm -rf .build $(EXAMPLE)/.build $(VENV)

@@ -52,6 +52,8 @@ let package = Package(
             dependencies: [
                 "OfferServer", "OfferStore", "OfferAppStore", "OfferAPI", "OfferCore", "OfferCrypto", "OfferTesting",
             ]),
+        // `make bench`'s raw-crypto floor: the service's own ES256 sign and verify calls in a loop.
+        .executableTarget(name: "offer-signer-bench-crypto", dependencies: ["OfferAPI", "OfferCore", "OfferCrypto"]),
         .testTarget(name: "OfferAPITests", dependencies: ["OfferAPI"]),
         .testTarget(name: "OfferCryptoTests", dependencies: ["OfferCrypto", "OfferTesting"]),
         .testTarget(name: "OfferCoreTests", dependencies: ["OfferAPI", "OfferCore", "OfferCrypto", "OfferTesting"]),

@@ -21,12 +21,15 @@ import re
 import select
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
 import threading
 import time
 from pathlib import Path
+
+import report as report_files  # Benchmarks/report.py: report.md and the charts
 
 HOST = "127.0.0.1"  # the only address this script ever sends traffic to
 BUNDLE_ID = "com.example.bench"
@@ -37,6 +40,7 @@ OPEN_OFFER = "bench_open"  # promotional, requiresVerifiedCustomer false, no rul
 RULE_OFFER = "bench_winback_rules"  # promotional, expired >= 30 days
 LIMITED_OFFER = "bench_limited"  # promotional, no verified customer needed, a total far above any run (ledger only)
 LIMITED_TOTAL = 1_000_000_000
+INTRO_OFFER = "bench_intro"  # introductoryOffer, expired >= 30 days
 APP_TRANSACTION_ID = "7042895723110001"
 DAY_MS = 86_400_000
 # Past Apple's longest billing retry (60 days): the transaction alone proves the subscription expired, so the
@@ -158,6 +162,7 @@ def versions(binary: str) -> dict:
         "offerSigner": optional_output([binary, "--version"]),
         "wrk": optional_output(["wrk", "-v"]),
         "openssl": optional_output(["openssl", "version"]),
+        "swift": optional_output(["swift", "--version"]),
         "python": platform.python_version(),
         "debianPackages": packages,
         "gitCommit": commit,
@@ -218,6 +223,14 @@ def make_deployment(binary: str, directory: Path) -> tuple[Path, Path, str]:
                             "all": [{"subscriptionStatus": ["expired"]}, {"daysSinceExpiry": {"min": 30}}]
                         },
                     },
+                    {
+                        "id": INTRO_OFFER,
+                        "type": "introductoryOffer",
+                        "productIds": [PRODUCT_ID],
+                        "eligibility": {
+                            "all": [{"subscriptionStatus": ["expired"]}, {"daysSinceExpiry": {"min": 30}}]
+                        },
+                    },
                 ],
             }
         ],
@@ -241,12 +254,23 @@ def make_deployment(binary: str, directory: Path) -> tuple[Path, Path, str]:
     ledger_path.write_text(json.dumps(ledger_config, indent=2) + "\n", encoding="utf-8")
     run_command([binary, "config", "check", "--config", str(ledger_path)])
 
+    signed = run_command(
+        [binary, "testkit", "sign", "transaction", "--ca", str(directory / "ca"), "--payload", "-"],
+        stdin=json.dumps(expired_transaction("2000000000000001", APP_TRANSACTION_ID)),
+    ).strip()
+    if signed.count(".") != 2:
+        raise BenchError(f"testkit sign transaction printed no compact JWS: {signed[:200]!r}")
+    return config_path, ledger_path, signed
+
+
+def expired_transaction(original_transaction_id: str, app_transaction_id: str) -> dict:
+    """A monthly subscription's last transaction, expired EXPIRED_DAYS_AGO days ago."""
     now = int(time.time() * 1000)
     expires = now - EXPIRED_DAYS_AGO * DAY_MS
     purchase = expires - 30 * DAY_MS
-    payload = {
-        "transactionId": "2000000000000001",
-        "originalTransactionId": "2000000000000001",
+    return {
+        "transactionId": original_transaction_id,
+        "originalTransactionId": original_transaction_id,
         "bundleId": BUNDLE_ID,
         "productId": PRODUCT_ID,
         "subscriptionGroupIdentifier": "21000001",
@@ -263,34 +287,127 @@ def make_deployment(binary: str, directory: Path) -> tuple[Path, Path, str]:
         "storefrontId": "143441",
         "price": 9990,
         "currency": "USD",
-        "appTransactionId": APP_TRANSACTION_ID,
+        "appTransactionId": app_transaction_id,
     }
-    payload_path = directory / "transaction.json"
-    payload_path.write_text(json.dumps(payload), encoding="utf-8")
-    signed = run_command(
-        [binary, "testkit", "sign", "transaction", "--ca", str(directory / "ca"), "--payload", str(payload_path)]
-    ).strip()
-    if signed.count(".") != 2:
-        raise BenchError(f"testkit sign transaction printed no compact JWS: {signed[:200]!r}")
-    return config_path, ledger_path, signed
+
+
+class Customers:
+    """Distinct customers' signed transactions and renewal infos, as request bodies for the verified scenario: one
+    JSON body a line in `bodies`, each a different customer (its own originalTransactionId and appTransactionId)
+    whose subscription expired EXPIRED_DAYS_AGO days ago and does not renew. All are signed by the same test leaf,
+    so the chain cache is warm after the first request while every request verifies and decides for another
+    customer."""
+
+    def __init__(self, binary: str, directory: Path, count: int):
+        self.count = count
+        self.bodies = directory / "verified-bodies.txt"
+        now = int(time.time() * 1000)
+        ca = str(directory / "ca")
+
+        def sign(kind: str, payload: dict) -> str:
+            token = run_command([binary, "testkit", "sign", kind, "--ca", ca, "--payload", "-"],
+                                stdin=json.dumps(payload)).strip()
+            if token.count(".") != 2:
+                raise BenchError(f"testkit sign {kind} printed no compact JWS: {token[:200]!r}")
+            return token
+
+        def customer(index: int) -> str:
+            original = f"3{index:015d}"
+            app_transaction = f"8{index:015d}"
+            transaction = expired_transaction(original, app_transaction)
+            renewal = {
+                "originalTransactionId": original, "productId": PRODUCT_ID, "autoRenewProductId": PRODUCT_ID,
+                "autoRenewStatus": 0, "expirationIntent": 1, "isInBillingRetryPeriod": False, "signedDate": now,
+                "environment": "Sandbox", "recentSubscriptionStartDate": transaction["originalPurchaseDate"],
+            }
+            return json.dumps({
+                "bundleId": BUNDLE_ID, "productId": PRODUCT_ID, "offerId": RULE_OFFER,
+                "signedTransaction": sign("transaction", transaction),
+                "signedRenewalInfo": sign("renewal-info", renewal),
+            }, separators=(",", ":"))
+
+        # One process per signature: spread over the cores.
+        from concurrent.futures import ThreadPoolExecutor
+
+        with ThreadPoolExecutor(max_workers=max(2, os.cpu_count() or 2)) as pool:
+            lines = list(pool.map(customer, range(count)))
+        self.bodies.write_text("\n".join(lines) + "\n", encoding="utf-8")
+        self.first_body = json.loads(lines[0])
+        self.first_customer = f"8{0:015d}"
 
 
 # ---------------------------------------------------------------------------------------------
 # Server process
 
 
-class Server:
-    def __init__(self, binary: str, config: Path, directory: Path):
+class ProcessFigures:
+    """CPU time and peak memory of a service's processes, from /proc."""
+
+    # Whether the service counts its answers in GET /metrics (offer-signer does; the peer does not).
+    has_metrics = True
+
+    def pids(self) -> list[int]:
+        raise NotImplementedError
+
+    def cpu_seconds(self) -> float:
+        """User + system CPU time of the processes so far (all threads)."""
+        return sum(self.thread_cpu_seconds().values())
+
+    def thread_cpu_seconds(self) -> dict[str, float]:
+        """CPU time per thread (by "pid/tid"); threads that vanish are left out."""
+        ticks = os.sysconf("SC_CLK_TCK")
+        times = {}
+        for pid in self.pids():
+            try:
+                tasks = os.listdir(f"/proc/{pid}/task")
+            except OSError:
+                continue
+            for tid in tasks[:4096]:
+                try:
+                    with open(f"/proc/{pid}/task/{tid}/stat", encoding="ascii") as stat:
+                        fields = stat.read().rsplit(")", 1)[1].split()
+                    times[f"{pid}/{tid}"] = (int(fields[11]) + int(fields[12])) / ticks  # utime, stime
+                except (OSError, ValueError, IndexError):
+                    continue
+        return times
+
+    def reset_peak_rss(self) -> bool:
+        """Resets each process's VmHWM to its current RSS (`clear_refs` 5); False where the kernel refuses."""
+        done = True
+        for pid in self.pids():
+            try:
+                with open(f"/proc/{pid}/clear_refs", "w", encoding="ascii") as clear:
+                    clear.write("5")
+            except OSError:
+                done = False
+        return done
+
+    def peak_rss_kib(self) -> int | None:
+        """VmHWM, summed over the processes: the peak resident memory since start or the last reset."""
+        total = 0
+        for pid in self.pids():
+            try:
+                with open(f"/proc/{pid}/status", encoding="ascii") as status:
+                    total += next(int(line.split()[1]) for line in status if line.startswith("VmHWM:"))
+            except (OSError, StopIteration, ValueError):
+                return None
+        return total
+
+
+class Server(ProcessFigures):
+    def __init__(self, binary: str, config: Path, directory: Path, prefix: list[str] | None = None,
+                 startup_timeout: float | None = None):
         self.stderr_path = directory / "server.stderr"
         self.stderr_file = open(self.stderr_path, "wb")
         self.process = subprocess.Popen(
-            [binary, "serve", "--config", str(config), "--host", HOST, "--port", "0", "--log-level", "warning"],
+            [*(prefix or []), binary, "serve", "--config", str(config), "--host", HOST, "--port", "0",
+             "--log-level", "warning"],
             stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE,
             stderr=self.stderr_file,
         )
         try:
-            self.port = self._read_port()
+            self.port = self._read_port(startup_timeout or STARTUP_TIMEOUT)
         except BaseException:
             self.kill()
             raise
@@ -299,15 +416,18 @@ class Server:
         self._drain = threading.Thread(target=self._drain_stdout, daemon=True)
         self._drain.start()
 
-    def _read_port(self) -> int:
+    def pids(self) -> list[int]:
+        return [self.process.pid]
+
+    def _read_port(self, timeout: float) -> int:
         assert self.process.stdout is not None
         fd = self.process.stdout.fileno()
         buffer = b""
-        deadline = time.monotonic() + STARTUP_TIMEOUT
+        deadline = time.monotonic() + timeout
         while b"\n" not in buffer:
             left = deadline - time.monotonic()
             if left <= 0:
-                raise BenchError(f"the server printed no listening line within {STARTUP_TIMEOUT:.0f} s")
+                raise BenchError(f"the server printed no listening line within {timeout:.0f} s")
             ready, _, _ = select.select([fd], [], [], left)
             if not ready:
                 continue
@@ -339,33 +459,6 @@ class Server:
             return self.stderr_path.read_text(encoding="utf-8", errors="replace")[-4000:]
         except OSError:
             return ""
-
-    def cpu_seconds(self) -> float:
-        """User + system CPU time of the server so far (all threads)."""
-        try:
-            with open(f"/proc/{self.process.pid}/stat", encoding="ascii") as stat:
-                fields = stat.read().rsplit(")", 1)[1].split()
-        except OSError as error:
-            raise BenchError(f"cannot read the server's CPU time: {error}") from error
-        ticks = os.sysconf("SC_CLK_TCK")
-        return (int(fields[11]) + int(fields[12])) / ticks  # utime, stime (fields 14 and 15)
-
-    def thread_cpu_seconds(self) -> dict[str, float]:
-        """CPU time per server thread (by thread id); threads that vanish are left out."""
-        ticks = os.sysconf("SC_CLK_TCK")
-        times = {}
-        try:
-            tasks = os.listdir(f"/proc/{self.process.pid}/task")
-        except OSError:
-            return times
-        for tid in tasks[:4096]:
-            try:
-                with open(f"/proc/{self.process.pid}/task/{tid}/stat", encoding="ascii") as stat:
-                    fields = stat.read().rsplit(")", 1)[1].split()
-                times[tid] = (int(fields[11]) + int(fields[12])) / ticks
-            except (OSError, ValueError, IndexError):
-                continue
-        return times
 
     def thread_count(self) -> int | None:
         try:
@@ -410,21 +503,42 @@ class Server:
 
 class Scenario:
     def __init__(self, key: str, label: str, method: str, path: str, body: dict | None, signs: bool,
-                 lua: str | None = None):
+                 bodies: Path | None = None, delay_ms: int | None = None, expected_customer: str | None = None):
         self.key = key
         self.label = label
         self.method = method
         self.path = path
         self.body = json.dumps(body, separators=(",", ":")) if body is not None else None
         self.signs = signs
-        # wrk's script when the load is not `body` over and over (the preflight still sends `body`).
-        self.lua = lua
+        # A file of request bodies, one a line, that wrk cycles through instead of sending `body` over and over (the
+        # preflight still sends `body`).
+        self.bodies = bodies
+        # Each connection waits this long after an answer before its next request (a load below the peak).
+        self.delay_ms = delay_ms
+        # The appTransactionId the JWS of the preflight's `body` must name (the verified scenario).
+        self.expected_customer = expected_customer
         # Statuses counted rather than failing the run (the retention deadline's 503).
         self.tolerated: set[str] = set()
 
+    def paced(self, key: str, label: str, delay_ms: int) -> "Scenario":
+        """The same requests, each connection's spaced by `delay_ms`."""
+        copy = Scenario(key, label, self.method, self.path, None, self.signs, self.bodies, delay_ms,
+                        self.expected_customer)
+        copy.body = self.body
+        copy.tolerated = set(self.tolerated)
+        return copy
+
     def check_response(self, data: dict) -> None:
         """Checks that a 200 response is the work this scenario means to measure."""
-        if self.key in ("promotional_jws", "promotional_verified") or self.key.endswith(("_jws", "_limited")):
+        if self.key.startswith("peer_"):
+            # Apple's library behind uvicorn answers the JWS alone.
+            parts = data.get("compactJWS", "").split(".")
+            if len(parts) != 3:
+                raise BenchError(f"{self.label}: no JWS in the peer's response: {data}")
+            offer = RULE_OFFER if "verified" in self.key else OPEN_OFFER
+            if b64url_json(parts[1]).get("offerIdentifier") != offer:
+                raise BenchError(f"{self.label}: the peer's JWS is not for offer {offer}: {b64url_json(parts[1])}")
+        elif self.key in ("promotional_jws", "promotional_verified") or self.key.endswith(("_jws", "_limited")):
             offer = LIMITED_OFFER if self.key.endswith("_limited") else RULE_OFFER if self.key == "promotional_verified" else OPEN_OFFER
             parts = data.get("compactJWS", "").split(".")
             if data.get("format") != "jws" or len(parts) != 3:
@@ -433,8 +547,15 @@ class Scenario:
             if claims.get("offerIdentifier") != offer:
                 raise BenchError(f"{self.label}: the JWS is for offer {claims.get('offerIdentifier')!r}: {claims}")
             # The service names the customer by the verified appTransactionId of the transaction.
-            if self.key == "promotional_verified" and claims.get("transactionId") != APP_TRANSACTION_ID:
+            if self.expected_customer and claims.get("transactionId") != self.expected_customer:
                 raise BenchError(f"{self.label}: the JWS does not name the verified customer: {claims}")
+        elif self.key == "intro_eligibility":
+            parts = data.get("compactJWS", "").split(".")
+            if data.get("allowIntroductoryOffer") is not True or len(parts) != 3:
+                raise BenchError(f"{self.label}: expected a signed allowIntroductoryOffer true: {data}")
+            claims = b64url_json(parts[1])
+            if claims.get("allowIntroductoryOffer") is not True or claims.get("transactionId") != APP_TRANSACTION_ID:
+                raise BenchError(f"{self.label}: the JWS does not allow the offer to the customer: {claims}")
         elif self.key == "promotional_legacy":
             if data.get("format") != "legacy" or not data.get("signature"):
                 raise BenchError(f"{self.label}: no legacy signature in the response: {data}")
@@ -450,7 +571,7 @@ class Scenario:
                 raise BenchError(f"{self.label}: not the answer the customer's server-known state leads to: {data}")
 
 
-def scenarios(signed_transaction: str) -> list[Scenario]:
+def scenarios(signed_transaction: str, customers: "Customers") -> list[Scenario]:
     offer = {"bundleId": BUNDLE_ID, "productId": PRODUCT_ID, "offerId": OPEN_OFFER}
     return [
         Scenario("livez", "GET /livez (HTTP baseline)", "GET", "/livez", None, False),
@@ -467,16 +588,13 @@ def scenarios(signed_transaction: str) -> list[Scenario]:
         ),
         Scenario(
             "promotional_verified",
-            "POST promotional-offer + signedTransaction",
+            f"POST promotional-offer verified, {customers.count} customers",
             "POST",
             "/v1/signatures/promotional-offer",
-            {
-                "bundleId": BUNDLE_ID,
-                "productId": PRODUCT_ID,
-                "offerId": RULE_OFFER,
-                "signedTransaction": signed_transaction,
-            },
+            customers.first_body,
             True,
+            bodies=customers.bodies,
+            expected_customer=customers.first_customer,
         ),
         Scenario(
             "eligibility",
@@ -485,6 +603,15 @@ def scenarios(signed_transaction: str) -> list[Scenario]:
             "/v1/eligibility",
             {"bundleId": BUNDLE_ID, "signedTransaction": signed_transaction},
             False,
+        ),
+        Scenario(
+            "intro_eligibility",
+            "POST introductory-offer-eligibility",
+            "POST",
+            "/v1/signatures/introductory-offer-eligibility",
+            {"bundleId": BUNDLE_ID, "productId": PRODUCT_ID, "offerId": INTRO_OFFER,
+             "signedTransaction": signed_transaction},
+            True,
         ),
     ]
 
@@ -513,10 +640,13 @@ def ledger_scenarios(backend: str = "sqlite", name: str = "SQLite") -> list[Scen
 
 # Every scenario key, in the order a run measures them.
 ALL_KEYS = [
-    "livez", "promotional_jws", "promotional_legacy", "promotional_verified", "eligibility",
+    "livez", "promotional_jws", "promotional_legacy", "promotional_verified", "eligibility", "intro_eligibility",
     "sqlite_jws", "sqlite_limited", "postgresql_jws", "postgresql_limited", "retention", "retention_half",
 ]
 
+
+# The scenarios of the first server, `"storage": "none"`.
+NO_LEDGER_KEYS = ALL_KEYS[:6]
 
 # Each ledger scenario's req/s over promotional_jws's (no ledger), by its name in the JSON results.
 SHARES = {
@@ -628,39 +758,67 @@ def settled_counts(port: int) -> dict:
 # wrk
 
 
-DURATION_UNITS = {"us": 1e-3, "ms": 1.0, "s": 1000.0, "m": 60_000.0, "h": 3_600_000.0}
+# wrk's `--latency` report stops at the 99th percentile: every script prints the percentiles itself, in
+# microseconds, on one line the report is read from.
+PERCENTILES_LUA = """function done(summary, latency, requests)
+  io.write(string.format("percentiles_us p50=%d p99=%d p999=%d max=%d\\n",
+    latency:percentile(50), latency:percentile(99), latency:percentile(99.9), latency.max))
+end
+"""
 
 
-def to_ms(text: str) -> float:
-    match = re.fullmatch(r"([\d.]+)(us|ms|s|m|h)", text)
-    if not match:
-        raise BenchError(f"cannot read wrk latency {text!r}")
-    return float(match.group(1)) * DURATION_UNITS[match.group(2)]
+def bodies_lua(bodies: Path, method: str, path: str, threads: int) -> str:
+    """Every wrk thread formats its share of the request bodies in `bodies` (one a line) once, at start (so sending
+    one costs wrk no more than a fixed body), and sends them in turn (thread i the lines i, i + threads, ...), again
+    from its first when its share is spent."""
+    return f"""local created = 0
+function setup(thread)
+  thread:set("first", created)
+  created = created + 1
+end
+function init(args)
+  requests = {{}}
+  local line_number = 0
+  for line in io.lines({lua_string(str(bodies))}) do
+    if line_number % {threads} == first then
+      requests[#requests + 1] = wrk.format({lua_string(method)}, {lua_string(path)}, {{["Content-Type"] = "application/json"}}, line)
+    end
+    line_number = line_number + 1
+  end
+  position = 0
+end
+function request()
+  position = position + 1
+  return requests[((position - 1) % #requests) + 1]
+end
+"""
 
 
-def write_script(directory: Path, scenario: Scenario) -> Path | None:
-    if scenario.lua is not None:
-        script = directory / f"{scenario.key}.lua"
-        script.write_text(scenario.lua, encoding="utf-8")
-        return script
-    if scenario.body is None:
-        return None
+def write_script(directory: Path, scenario: Scenario, threads: int) -> Path:
+    """wrk's script for `scenario`: its bodies in turn or its one body, each connection paced by `delay_ms` if set,
+    and the percentiles printed at the end."""
+    if scenario.bodies is not None:
+        text = bodies_lua(scenario.bodies, scenario.method, scenario.path, threads)
+    elif scenario.body is not None:
+        text = (
+            f"wrk.method = {lua_string(scenario.method)}\n"
+            f'wrk.headers["Content-Type"] = "application/json"\n'
+            f"wrk.body = {lua_string(scenario.body)}\n"
+        )
+    else:
+        text = f"wrk.method = {lua_string(scenario.method)}\n"
+    if scenario.delay_ms:
+        text += f"function delay() return {scenario.delay_ms} end\n"
     script = directory / f"{scenario.key}.lua"
-    script.write_text(
-        f"wrk.method = {lua_string(scenario.method)}\n"
-        f'wrk.headers["Content-Type"] = "application/json"\n'
-        f"wrk.body = {lua_string(scenario.body)}\n",
-        encoding="utf-8",
-    )
+    script.write_text(text + PERCENTILES_LUA, encoding="utf-8")
     return script
 
 
 def parse_wrk(output: str, label: str) -> dict:
     rate = re.search(r"^Requests/sec:\s+([\d.]+)", output, re.MULTILINE)
     total = re.search(r"^\s*(\d+) requests in ([\d.]+\w+), ([\d.]+\w+) read", output, re.MULTILINE)
-    p50 = re.search(r"^\s+50%\s+(\S+)", output, re.MULTILINE)
-    p99 = re.search(r"^\s+99%\s+(\S+)", output, re.MULTILINE)
-    if not (rate and total and p50 and p99):
+    percentiles = re.search(r"^percentiles_us p50=(\d+) p99=(\d+) p999=(\d+) max=(\d+)$", output, re.MULTILINE)
+    if not (rate and total and percentiles):
         raise BenchError(f"{label}: cannot read wrk's report:\n{output}")
     non_2xx = re.search(r"Non-2xx or 3xx responses:\s+(\d+)", output)
     socket_errors = re.search(r"Socket errors: connect (\d+), read (\d+), write (\d+), timeout (\d+)", output)
@@ -669,28 +827,23 @@ def parse_wrk(output: str, label: str) -> dict:
     return {
         "requestsPerSecond": float(rate.group(1)),
         "requests": int(total.group(1)),
-        "p50Ms": to_ms(p50.group(1)),
-        "p99Ms": to_ms(p99.group(1)),
+        "p50Ms": int(percentiles.group(1)) / 1000,
+        "p99Ms": int(percentiles.group(2)) / 1000,
+        "p999Ms": int(percentiles.group(3)) / 1000,
+        "maxMs": int(percentiles.group(4)) / 1000,
         "non2xx3xx": int(non_2xx.group(1)) if non_2xx else 0,
         "socketErrors": errors,
     }
 
 
-def run_wrk(args: argparse.Namespace, port: int, scenario: Scenario, directory: Path, server: Server) -> dict:
-    script = write_script(directory, scenario)
-    argv = [
-        "wrk",
-        f"-t{args.threads}",
-        f"-c{args.connections}",
-        f"-d{args.duration}s",
-        "--latency",
-    ]
-    if script is not None:
-        argv += ["-s", str(script)]
-    argv.append(f"http://{HOST}:{port}{scenario.path}")
+def run_wrk(args: argparse.Namespace, port: int, scenario: Scenario, directory: Path, server: ProcessFigures) -> dict:
+    script = write_script(directory, scenario, args.threads)
+    argv = ["wrk", f"-t{args.threads}", f"-c{args.connections}", f"-d{args.duration}s", "--latency", "-s", str(script),
+            f"http://{HOST}:{port}{scenario.path}"]
 
-    before_counts = settled_counts(port)
-    commits_before = ledger_commit_figures(port)
+    before_counts = settled_counts(port) if server.has_metrics else {}
+    commits_before = ledger_commit_figures(port) if server.has_metrics else {}
+    rss_reset = server.reset_peak_rss()
     cpu_before = server.cpu_seconds()
     threads_before = server.thread_cpu_seconds()
     wall_before = time.monotonic()
@@ -707,12 +860,24 @@ def run_wrk(args: argparse.Namespace, port: int, scenario: Scenario, directory: 
         raise BenchError(f"{scenario.label}: the server exited ({server.process.returncode}):\n{server.stderr()}")
     result = parse_wrk(done.stdout, scenario.label)
     result["serverCores"] = cpu / wall if wall > 0 else None
+    # wrk counts the answers it read; the server's CPU over them (a few more were in flight when wrk stopped).
+    result["cpuPerRequestUs"] = cpu * 1e6 / result["requests"] if result["requests"] else None
+    # Peak resident memory during this run (since the reset), or since the start where the reset was refused.
+    result["peakRssKiB"] = server.peak_rss_kib()
+    result["peakRssSince"] = "run" if rss_reset else "start"
     # Cores used by each busy server thread, busiest first: shows whether both workers share the load.
     per_thread = sorted(
         ((threads_after[tid] - threads_before.get(tid, 0.0)) / wall for tid in threads_after if wall > 0),
         reverse=True,
     )
     result["serverThreadCores"] = [round(value, 3) for value in per_thread if value >= 0.01]
+    result["signs"] = scenario.signs
+    if not server.has_metrics:
+        # The peer: wrk's count of statuses of 400 and up is the check (it answers 200 or 403).
+        if result["non2xx3xx"]:
+            raise BenchError(f"{scenario.label}: {result['non2xx3xx']} answers not 2xx/3xx\n{done.stdout}")
+        result["wrkOutput"] = done.stdout
+        return result
 
     # Group commit during the run: transactions, records per transaction and the time each took (flush included).
     commits_after = ledger_commit_figures(port)
@@ -819,36 +984,6 @@ def retention_deployment(binary: str, directory: Path, ledger_config_path: Path,
     return path, notification, requests[0]
 
 
-def retention_lua(bodies: Path, path: str, threads: int, delay_ms: int | None = None) -> str:
-    """wrk's script: every thread formats its share of the request bodies in `bodies` once, at start (so sending one
-    costs wrk no more than a fixed body), and sends each once (thread i the lines i, i + threads, ...): every request
-    has its own requestIdentifier until the thread's share is spent (then it starts again, and the service answers
-    Apple's "retries" from its memory of its answers: counted as repeated). `delay_ms` spaces each connection's
-    requests out, for a load below the peak."""
-    delay = f"function delay() return {delay_ms} end\n" if delay_ms else ""
-    return f"""local created = 0
-function setup(thread)
-  thread:set("first", created)
-  created = created + 1
-end
-function init(args)
-  requests = {{}}
-  local line_number = 0
-  for line in io.lines({lua_string(str(bodies))}) do
-    if line_number % {threads} == first then
-      requests[#requests + 1] = wrk.format("POST", {lua_string(path)}, {{["Content-Type"] = "application/json"}}, line)
-    end
-    line_number = line_number + 1
-  end
-  position = 0
-end
-function request()
-  position = position + 1
-  return requests[((position - 1) % #requests) + 1]
-end
-{delay}"""
-
-
 def measure_retention(args: argparse.Namespace, binary: str, directory: Path, ledger_config_path: Path,
                       results: dict) -> tuple[list[Scenario], dict, str]:
     """Serves the retention deployment, feeds Apple's notification, then loads `POST /v1/apple/retention/{bundleId}`
@@ -858,9 +993,10 @@ def measure_retention(args: argparse.Namespace, binary: str, directory: Path, le
     counts = {"peak": 5000 * args.duration, "half": 2500 * args.duration}
     config, notification, preflight_request = retention_deployment(binary, directory, ledger_config_path, counts)
     path = f"/v1/apple/retention/{BUNDLE_ID}"
+    # Every request has its own requestIdentifier until a thread's share is spent (then it starts again, and the
+    # service answers Apple's "retries" from its memory of its answers: counted as repeated).
     peak = Scenario("retention", "POST retention, server-known state", "POST", path,
-                    {"signedPayload": preflight_request}, False,
-                    lua=retention_lua(directory / "retention-peak.txt", path, args.threads))
+                    {"signedPayload": preflight_request}, False, bodies=directory / "retention-peak.txt")
     peak.tolerated = {"503"}
     server = Server(binary, config, directory)
     try:
@@ -881,10 +1017,10 @@ def measure_retention(args: argparse.Namespace, binary: str, directory: Path, le
         results[peak.key] = {"label": peak.label, "method": peak.method, "path": peak.path, **result}
         # Half the peak rate: each of the connections sends one request every `interval` ms.
         target = result["requestsPerSecond"] / 2
-        interval = max(1, round(args.connections * 1000 / target))
+        interval = half_interval(args, target)
         half = Scenario("retention_half", f"POST retention at half load ({target:.0f}/s)", "POST", path,
-                        {"signedPayload": preflight_request}, False,
-                        lua=retention_lua(directory / "retention-half.txt", path, args.threads, interval))
+                        {"signedPayload": preflight_request}, False, bodies=directory / "retention-half.txt",
+                        delay_ms=interval)
         half.tolerated = {"503"}
         print(f"{half.label} ...", flush=True)
         half_result = run_wrk(args, server.port, half, directory, server)
@@ -911,6 +1047,7 @@ def measure_retention(args: argparse.Namespace, binary: str, directory: Path, le
             "connectionIntervalMs": interval,
             "p50Ms": half_result["p50Ms"],
             "p99Ms": half_result["p99Ms"],
+            "p999Ms": half_result["p999Ms"],
             "deadlineAnswers": half_result["toleratedAnswers"],
         },
         # Answered 503 deadline_exceeded: not ready within 300 ms.
@@ -941,24 +1078,302 @@ def retention_answers(port: int) -> dict[str, int]:
 
 
 # ---------------------------------------------------------------------------------------------
+# The peer: Apple's Python library (SignedDataVerifier, PromotionalOfferV2SignatureCreator) behind uvicorn
+
+PEER_SERVER = Path(__file__).resolve().parent / "peer" / "server.py"
+PEER_KEYS = ["promotional_jws", "promotional_verified"]
+
+
+def peer_missing() -> str | None:
+    """Why the peer cannot run here, or None."""
+    import importlib.util
+
+    if not PEER_SERVER.exists():
+        return f"{PEER_SERVER.relative_to(PEER_SERVER.parents[2])} is not there"
+    missing = [name for name in ("appstoreserverlibrary", "uvicorn") if importlib.util.find_spec(name) is None]
+    if missing:
+        return (f"{sys.executable} has no {' or '.join(missing)} (pip install -r Benchmarks/requirements.txt into "
+                "the venv that runs this script)")
+    return None
+
+
+class Peer(ProcessFigures):
+    """The peer service: uvicorn's parent and its workers, in a session of their own."""
+
+    has_metrics = False
+
+    def __init__(self, directory: Path, key_file: Path, root: Path, workers: int):
+        with socket.socket() as probe:
+            probe.bind((HOST, 0))
+            self.port = probe.getsockname()[1]
+        self.stderr_path = directory / "peer.stderr"
+        self.stderr_file = open(self.stderr_path, "wb")
+        self.process = subprocess.Popen(
+            [sys.executable, str(PEER_SERVER), "--host", HOST, "--port", str(self.port), "--workers", str(workers),
+             "--key", str(key_file), "--key-id", KEY_ID, "--issuer-id", ISSUER_ID, "--bundle-id", BUNDLE_ID,
+             "--root", str(root), "--environment", "Sandbox"],
+            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=self.stderr_file, start_new_session=True,
+        )
+        try:
+            self._wait_listening()
+        except BaseException:
+            self.stop()
+            raise
+        self._drain = threading.Thread(target=self._drain_stdout, daemon=True)
+        self._drain.start()
+
+    def _wait_listening(self) -> None:
+        assert self.process.stdout is not None
+        fd = self.process.stdout.fileno()
+        buffer = b""
+        deadline = time.monotonic() + 60
+        expected = f"peer listening on http://{HOST}:{self.port}".encode()
+        while expected not in buffer:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise BenchError(f"the peer printed no listening line within 60 s:\n{self.stderr()}")
+            ready, _, _ = select.select([fd], [], [], left)
+            if ready:
+                chunk = os.read(fd, 4096)
+                if not chunk:
+                    raise BenchError(f"the peer exited before listening ({self.process.wait(5)}):\n{self.stderr()}")
+                buffer = (buffer + chunk)[-65536:]
+
+    def _drain_stdout(self) -> None:
+        assert self.process.stdout is not None
+        while self.process.stdout.read1(4096):
+            pass
+
+    def pids(self) -> list[int]:
+        """The parent and every process below it (uvicorn's workers, multiprocessing's helpers)."""
+        children: dict[int, list[int]] = {}
+        for entry in os.listdir("/proc"):
+            if not entry.isdigit():
+                continue
+            try:
+                with open(f"/proc/{entry}/stat", encoding="ascii", errors="replace") as stat:
+                    parent = int(stat.read().rsplit(")", 1)[1].split()[1])
+            except (OSError, ValueError, IndexError):
+                continue
+            children.setdefault(parent, []).append(int(entry))
+        found, queue = [], [self.process.pid]
+        while queue:
+            pid = queue.pop()
+            found.append(pid)
+            queue.extend(children.get(pid, []))
+        return found
+
+    def stderr(self) -> str:
+        if not self.stderr_file.closed:
+            self.stderr_file.flush()
+        try:
+            return self.stderr_path.read_text(encoding="utf-8", errors="replace")[-3000:]
+        except OSError:
+            return ""
+
+    def stop(self) -> None:
+        """SIGTERM to the peer's session (its parent and workers), then SIGKILL after 20 s."""
+        if self.process.poll() is None:
+            try:
+                os.killpg(self.process.pid, signal.SIGTERM)
+            except OSError:
+                pass
+            try:
+                self.process.wait(STOP_TIMEOUT)
+            except subprocess.TimeoutExpired:
+                os.killpg(self.process.pid, signal.SIGKILL)
+                self.process.wait(10)
+        if not self.stderr_file.closed:
+            self.stderr_file.close()
+
+
+def peer_preflight(port: int, scenario: Scenario) -> None:
+    """Three requests: each must be 200 with a JWS for the scenario's offer."""
+    connection = http.client.HTTPConnection(HOST, port, timeout=30)
+    try:
+        for _ in range(3):
+            connection.request(scenario.method, scenario.path, body=scenario.body,
+                               headers={"Content-Type": "application/json"})
+            response = connection.getresponse()
+            raw = response.read()
+            if response.status != 200:
+                raise BenchError(f"{scenario.label}: status {response.status}: {raw[:300]!r}")
+            scenario.check_response(json.loads(raw))
+    finally:
+        connection.close()
+
+
+def measure_peer(args: argparse.Namespace, directory: Path, key_file: Path, plan: list[Scenario],
+                 results: dict) -> dict:
+    """The peer with as many workers as cores, on the same key and test root, loaded with the same wrk scripts as
+    ours for each scenario of `plan`. Returns a summary, or the reason it was skipped."""
+    reason = peer_missing()
+    if reason:
+        print(f"peer skipped: {reason}", flush=True)
+        return {"skipped": reason}
+    workers = len(os.sched_getaffinity(0))
+    peer = Peer(directory, key_file, directory / "ca" / "root.cer", workers)
+    try:
+        peer_plan = []
+        for scenario in plan:
+            copy = scenario.paced(f"peer_{scenario.key}", f"peer: {scenario.label}", 0)
+            copy.delay_ms = None
+            peer_preflight(peer.port, copy)
+            peer_plan.append(copy)
+        for scenario in peer_plan:
+            print(f"{scenario.label} ...", flush=True)
+            result = run_wrk(args, peer.port, scenario, directory, peer)
+            results[scenario.key] = {"label": scenario.label, "method": scenario.method, "path": scenario.path,
+                                     **result}
+    finally:
+        peer.stop()
+    return {"workers": workers, "command": f"python Benchmarks/peer/server.py --workers {workers} ..."}
+
+
+# ---------------------------------------------------------------------------------------------
+# Instructions per request (callgrind): repeatable whatever else the machine does
+
+CALLGRIND_STARTUP_TIMEOUT = 60.0  # the server under valgrind starts slowly
+CALLGRIND_BATCH = 500  # requests per scenario, on one keep-alive connection
+CALLGRIND_WARMUP = 20
+CALLGRIND_CRYPTO = {"sign": 100, "verify": 100}  # N; the floor runs N and 2N iterations
+CALLGRIND_KEYS = ["livez", "promotional_jws", "promotional_verified"]
+
+
+def callgrind_total(path: Path) -> int:
+    """The total instructions (Ir) of a callgrind dump: its `totals:` line, else its `summary:` line."""
+    text = path.read_text(encoding="utf-8", errors="replace")
+    for name in ("totals", "summary"):
+        match = re.search(rf"^{name}:\s+(\d+)", text, re.MULTILINE)
+        if match:
+            return int(match.group(1))
+    raise BenchError(f"{path.name}: no totals or summary line in the callgrind dump")
+
+
+def crypto_floor(crypto_binary: str, directory: Path, signed_transaction: str) -> dict:
+    """The service's own ES256 sign and P-256 verify calls (offer-signer-bench-crypto): wall-clock operations a second
+    on one core, and under callgrind the instructions of one operation, (Ir(2N) - Ir(N)) / N, start-up excluded."""
+    floor: dict = {}
+    for operation, count in CALLGRIND_CRYPTO.items():
+        stdin = signed_transaction if operation == "verify" else None
+        wall = json.loads(run_command([crypto_binary, operation, str(count * 20)], stdin=stdin))
+        totals = []
+        for iterations in (count, 2 * count):
+            out = directory / f"callgrind.crypto.{operation}.{iterations}"
+            run_command(["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}", crypto_binary, operation,
+                         str(iterations)], timeout=COMMAND_TIMEOUT * 3, stdin=stdin)
+            totals.append(callgrind_total(out))
+        floor[operation] = {
+            "perSecondOneCore": wall["perSecond"],
+            "microseconds": 1e6 / wall["perSecond"],
+            "instructions": (totals[1] - totals[0]) / count,
+            "command": f"offer-signer-bench-crypto {operation} N (N = {count}, {2 * count})",
+        }
+    return floor
+
+
+def callgrind_batch(port: int, scenario: Scenario, bodies: list[str], count: int) -> None:
+    """`count` requests of `scenario` on one keep-alive connection (cycling through `bodies`), each a 200."""
+    connection = http.client.HTTPConnection(HOST, port, timeout=60)
+    try:
+        for index in range(count):
+            body = bodies[index % len(bodies)] if bodies else None
+            headers = {"Content-Type": "application/json"} if body is not None else {}
+            connection.request(scenario.method, scenario.path, body=body, headers=headers)
+            response = connection.getresponse()
+            raw = response.read()
+            if response.status != 200:
+                raise BenchError(f"callgrind {scenario.label}: status {response.status}: {raw[:300]!r}")
+    finally:
+        connection.close()
+
+
+def callgrind_requests(binary: str, config: Path, directory: Path, plan: list[Scenario]) -> dict:
+    """The release server under callgrind with instrumentation off; for each scenario of `plan`: a warm-up, then
+    instrumentation on around a fixed batch of CALLGRIND_BATCH requests, a dump, and its Ir over the batch: the
+    user-space instructions per request, all threads (the kernel's share is not counted)."""
+    out_base = directory / "callgrind.server"
+    server = Server(binary, config, directory,
+                    prefix=["valgrind", "--tool=callgrind", "--instr-atstart=no", f"--callgrind-out-file={out_base}"],
+                    startup_timeout=CALLGRIND_STARTUP_TIMEOUT)
+    pid = str(server.process.pid)
+    figures: dict = {}
+    try:
+        for scenario in plan:
+            bodies = ([line for line in scenario.bodies.read_text(encoding="utf-8").splitlines() if line]
+                      if scenario.bodies else [scenario.body] if scenario.body else [])
+            callgrind_batch(server.port, scenario, bodies, CALLGRIND_WARMUP)
+            before = set(directory.glob("callgrind.server*"))
+            run_command(["callgrind_control", "-i", "on", pid])
+            started = time.monotonic()
+            callgrind_batch(server.port, scenario, bodies, CALLGRIND_BATCH)
+            elapsed = time.monotonic() - started
+            run_command(["callgrind_control", "-i", "off", pid])
+            run_command(["callgrind_control", "-d", pid])
+            dumps = sorted(set(directory.glob("callgrind.server*")) - before, key=lambda path: path.stat().st_mtime)
+            if not dumps:
+                raise BenchError(f"callgrind {scenario.label}: callgrind_control -d wrote no dump")
+            instructions = callgrind_total(dumps[-1])
+            figures[scenario.key] = {
+                "requests": CALLGRIND_BATCH,
+                "instructionsPerRequest": instructions / CALLGRIND_BATCH,
+                "secondsUnderCallgrind": elapsed,
+            }
+            print(f"  {scenario.label}: {instructions / CALLGRIND_BATCH:,.0f} instructions per request", flush=True)
+    except BaseException:
+        try:
+            server.stop()
+        except BenchError:
+            pass
+        server.kill()
+        raise
+    status = server.stop()
+    if status != 0:
+        raise BenchError(f"the server under callgrind exited {status} after SIGTERM (expected 0):\n{server.stderr()}")
+    return figures
+
+
+def instruction_ratios(requests: dict, floor: dict) -> dict:
+    """Each scenario's instructions per request over its floor: bare HTTP (`/livez`) for /livez; one ES256 signature
+    + bare HTTP for the JWS; one signature + two verifications (the transaction's and the renewal info's) + bare HTTP
+    for the verified request."""
+    if "livez" not in requests:
+        return {}
+    http_ir = requests["livez"]["instructionsPerRequest"]
+    sign = floor["sign"]["instructions"]
+    verify = floor["verify"]["instructions"]
+    floors = {"livez": ("bare HTTP", http_ir), "promotional_jws": ("sign + bare HTTP", sign + http_ir),
+              "promotional_verified": ("sign + 2 verify + bare HTTP", sign + 2 * verify + http_ir)}
+    ratios = {}
+    for key, (name, value) in floors.items():
+        if key in requests:
+            ratios[key] = {"floor": name, "floorInstructions": value,
+                           "ratio": requests[key]["instructionsPerRequest"] / value}
+    return ratios
+
+
+# ---------------------------------------------------------------------------------------------
 # Report
 
 
 def print_table(results: dict, baseline_sign: float) -> None:
     livez = results["livez"]["requestsPerSecond"]
     header = (
-        f"{'endpoint':<44} {'req/s':>10} {'p50 ms':>8} {'p99 ms':>8} {'/livez':>7} {'/openssl':>9}"
-        f"  server cores (by thread)"
+        f"{'endpoint':<60} {'req/s':>8} {'p50 ms':>7} {'p99 ms':>7} {'p99.9':>7} {'CPU us':>7} {'RSS MiB':>7} "
+        f"{'/livez':>6}  server cores (by thread)"
     )
     print(header)
     print("-" * len(header))
     for result in results.values():
         rate = result["requestsPerSecond"]
-        cores = result.get("serverCores")
+        cores = result.get("serverCores") or 0.0
         split = "+".join(f"{value:.2f}" for value in result.get("serverThreadCores", [])[:4])
+        cpu = result.get("cpuPerRequestUs")
+        rss = result.get("peakRssKiB")
         print(
-            f"{result['label']:<44} {rate:>10.0f} {result['p50Ms']:>8.3f} {result['p99Ms']:>8.3f} "
-            f"{rate / livez:>7.3f} {rate / baseline_sign:>9.3f}  {cores:.2f} ({split})"
+            f"{result['label'][:60]:<60} {rate:>8.0f} {result['p50Ms']:>7.2f} {result['p99Ms']:>7.2f} "
+            f"{result['p999Ms']:>7.2f} {cpu if cpu is not None else float('nan'):>7.1f} "
+            f"{rss / 1024 if rss else float('nan'):>7.1f} {rate / livez:>6.3f}  {cores:.2f} ({split})"
         )
     ledger = [result for result in results.values() if "ledgerCommits" in result]
     if ledger:
@@ -966,7 +1381,7 @@ def print_table(results: dict, baseline_sign: float) -> None:
         for result in ledger:
             figures = result["ledgerCommits"]
             print(
-                f"  {result['label']:<46} {figures['commits']:>7} commits  {figures['meanGroup']:>5.1f} per group  "
+                f"  {result['label'][:60]:<60} {figures['commits']:>7} commits  {figures['meanGroup']:>5.1f} per group  "
                 f"{figures['meanCommitMs']:>6.2f} ms each"
             )
     for result in results.values():
@@ -974,9 +1389,27 @@ def print_table(results: dict, baseline_sign: float) -> None:
         if errors:
             print(f"warning: {result['label']}: wrk socket errors {errors}")
     print(
-        f"\nopenssl speed -seconds {OPENSSL_SECONDS} ecdsap256: {baseline_sign:.0f} sign/s on one core. "
-        "Server cores: the server's CPU time / wall time during the run, split by thread (wrk shares the machine)."
+        f"\nopenssl speed -seconds {OPENSSL_SECONDS} ecdsap256: {baseline_sign:.0f} sign/s on one core. CPU us: the "
+        "server's CPU per request (all its processes and threads). Server cores: its CPU time / wall time during the "
+        "run, split by thread (wrk shares the machine)."
     )
+
+
+# Driven again at half their peak rate, after the peak: the latency a steady load sees.
+HALF_RATE_KEYS = {"promotional_jws", "promotional_verified", "sqlite_limited"}
+
+
+def half_interval(args: argparse.Namespace, target: float) -> int:
+    """The wait in whole milliseconds after each answer for `target` requests a second over all the connections:
+    rounded down, since the answer's own time adds to it."""
+    return max(1, int(args.connections * 1000 / target)) if target > 0 else 1000
+
+
+def half_load(args: argparse.Namespace, scenario: Scenario, peak: dict) -> Scenario:
+    """`scenario` at half the peak rate: each of the connections waits `half_interval` ms after each answer."""
+    target = peak["requestsPerSecond"] / 2
+    return scenario.paced(f"{scenario.key}_half", f"{scenario.label} at half load ({target:.0f}/s)",
+                          half_interval(args, target))
 
 
 def serve_and_measure(
@@ -993,6 +1426,13 @@ def serve_and_measure(
             print(f"{scenario.label} ...", flush=True)
             result = run_wrk(args, server.port, scenario, directory, server)
             results[scenario.key] = {"label": scenario.label, "method": scenario.method, "path": scenario.path, **result}
+            if scenario.key in HALF_RATE_KEYS:
+                half = half_load(args, scenario, result)
+                print(f"{half.label} ...", flush=True)
+                half_result = run_wrk(args, server.port, half, directory, server)
+                results[half.key] = {"label": half.label, "method": half.method, "path": half.path,
+                                     "connectionIntervalMs": half.delay_ms,
+                                     "targetRequestsPerSecond": result["requestsPerSecond"] / 2, **half_result}
         counts = settled_counts(server.port)
     except BaseException:
         # Abort: still try a graceful stop, then make sure the server is gone.
@@ -1007,6 +1447,60 @@ def serve_and_measure(
     if status != 0:
         raise BenchError(f"the server ({config.name}) exited {status} after SIGTERM (expected 0):\n{stderr}")
     return threads, counts, stderr
+
+
+def cpu_floor_ratios(results: dict, crypto: dict) -> dict:
+    """Server CPU per request over its floor, from the wrk runs: one core's ES256 sign (`openssl speed`) + the
+    server CPU of a bare `/livez` for the JWS; + two P-256 verifications (transaction and renewal info) for the
+    verified request."""
+    if "livez" not in results or not results["livez"].get("cpuPerRequestUs"):
+        return {}
+    http_us = results["livez"]["cpuPerRequestUs"]
+    sign_us = 1e6 / crypto["signPerSecond"]
+    verify_us = 1e6 / crypto["verifyPerSecond"]
+    floors = {"promotional_jws": ("sign + bare HTTP", sign_us + http_us),
+              "promotional_verified": ("sign + 2 verify + bare HTTP", sign_us + 2 * verify_us + http_us)}
+    return {
+        key: {"floor": name, "floorUs": value, "cpuPerRequestUs": results[key]["cpuPerRequestUs"],
+              "ratio": results[key]["cpuPerRequestUs"] / value}
+        for key, (name, value) in floors.items() if key in results and results[key].get("cpuPerRequestUs")
+    }
+
+
+def targets(results: dict, cpu_floors: dict) -> list[dict]:
+    """Issue 11's targets (benchmarks, not tests), each with the figure measured and whether it is met."""
+    rows = []
+
+    def add(name: str, figure: float | None, limit: float, text: str) -> None:
+        if figure is not None:
+            rows.append({"target": name, "figure": figure, "limit": limit, "text": text, "met": figure <= limit})
+
+    for key, name in (("promotional_jws", "signed JWS"), ("promotional_verified", "verified")):
+        if key in cpu_floors:
+            add(f"server CPU per {name} request / ({cpu_floors[key]['floor']})", cpu_floors[key]["ratio"], 1.3,
+                f"{cpu_floors[key]['ratio']:.2f}x")
+    for key in ("promotional_jws_half", "promotional_verified_half"):
+        if key in results:
+            add(f"p99 at half load, {results[key.removesuffix('_half')]['label']} (ms)", results[key]["p99Ms"], 2.0,
+                f"{results[key]['p99Ms']:.2f} ms")
+    if "sqlite_limited_half" in results:
+        commit = results.get("sqlite_limited", {}).get("ledgerCommits", {}).get("meanCommitMs")
+        if commit is not None:
+            # /metrics has the commits' mean time, not their p99: the target is read against the mean.
+            add("p99 at half load, limited offer on SQLite (ms; limit: mean commit + 2 ms)",
+                results["sqlite_limited_half"]["p99Ms"], commit + 2.0,
+                f"{results['sqlite_limited_half']['p99Ms']:.2f} ms (commit {commit:.2f} ms)")
+    # The RSS target is for `"storage": "none"`: the first server's scenarios.
+    peaks = [result["peakRssKiB"] for key, result in results.items()
+             if key.removesuffix("_half") in NO_LEDGER_KEYS and result.get("peakRssKiB")]
+    if peaks:
+        add("peak RSS (MiB), storage none, largest of its scenarios", max(peaks) / 1024, 32.0,
+            f"{max(peaks) / 1024:.1f} MiB")
+    split = results.get("promotional_jws", {}).get("serverThreadCores", [])
+    if len(split) >= 2 and split[0] > 0:
+        add("the two busiest threads' difference, signed JWS (1 - second/first)", 1 - split[1] / split[0], 0.2,
+            f"{split[0]:.2f} and {split[1]:.2f} cores ({1 - split[1] / split[0]:.0%})")
+    return rows
 
 
 def parse_args(argv: list[str]) -> argparse.Namespace:
@@ -1026,6 +1520,14 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
         default=str(Path(__file__).resolve().parent / "results" / "latest.json"),
         help="where to write the JSON results (default Benchmarks/results/latest.json)",
     )
+    parser.add_argument("--crypto-bin", help="offer-signer-bench-crypto (default: beside --bin)")
+    parser.add_argument("--customers", type=int, default=1000,
+                        help="distinct customers of the verified scenario, each a signed transaction and renewal "
+                        "info (default 1000)")
+    parser.add_argument("--no-peer", action="store_true", help="leave out the peer (Benchmarks/peer)")
+    parser.add_argument("--no-callgrind", action="store_true", help="leave out the instruction counts (callgrind)")
+    parser.add_argument("--report", default=str(Path(__file__).resolve().parent / "results"),
+                        help="where to write report.md, throughput.png and latency.png (default Benchmarks/results)")
     parser.add_argument(
         "--only",
         type=lambda text: [key.strip() for key in text.split(",") if key.strip()],
@@ -1037,6 +1539,10 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
         unknown = [key for key in args.only if key not in ALL_KEYS]
         if unknown or not args.only:
             parser.error(f"--only: unknown scenario {', '.join(unknown) or '(none given)'}; known: {', '.join(ALL_KEYS)}")
+    if not 1 <= args.customers <= 100_000:
+        parser.error("--customers must be 1 to 100000")
+    if args.crypto_bin is None:
+        args.crypto_bin = str(Path(args.bin).resolve().parent / "offer-signer-bench-crypto")
     if not 1 <= args.duration <= 3600:
         parser.error("--duration must be 1 to 3600 seconds")
     if not 1 <= args.threads <= 256:
@@ -1051,6 +1557,10 @@ def main(argv: list[str]) -> int:
     binary = str(Path(args.bin).resolve())
     if not os.access(binary, os.X_OK):
         print(f"error: {args.bin} is not an executable; build it first: swift build -c release", file=sys.stderr)
+        return 2
+    if not args.no_callgrind and not os.access(args.crypto_bin, os.X_OK):
+        print(f"error: {args.crypto_bin} is not an executable; build it first: swift build -c release",
+              file=sys.stderr)
         return 2
     for tool, hint in (("wrk", "apt-get install wrk (make deps)"), ("openssl", "apt-get install openssl")):
         if shutil.which(tool) is None:
@@ -1070,7 +1580,12 @@ def main(argv: list[str]) -> int:
             crypto = openssl_speed()
             config_path, ledger_path, signed_transaction = make_deployment(binary, directory)
             chosen = set(args.only or ALL_KEYS) | {"livez"}
-            plan = [scenario for scenario in scenarios(signed_transaction) if scenario.key in chosen]
+            # Only the verified scenario (and its peer and callgrind runs) sends them: one customer otherwise.
+            count = args.customers if "promotional_verified" in chosen else 1
+            print(f"signing {count} customers' transactions and renewal infos (testkit sign) ...", flush=True)
+            customers = Customers(binary, directory, count)
+            every_scenario = scenarios(signed_transaction, customers)
+            plan = [scenario for scenario in every_scenario if scenario.key in chosen]
             results: dict[str, dict] = {}
             threads, _, server_stderr = serve_and_measure(args, binary, config_path, directory, plan, results)
 
@@ -1117,6 +1632,40 @@ def main(argv: list[str]) -> int:
                     args, binary, directory, ledger_path, results)
                 plan += retention_plan
                 server_stderr += retention_stderr
+            # The peer on the same key, root and requests.
+            peer: dict = {"skipped": "--no-peer"} if args.no_peer else {}
+            peer_plan = [scenario for scenario in every_scenario if scenario.key in PEER_KEYS and scenario.key in chosen]
+            if peer_plan and not args.no_peer:
+                # The peer is not ours: when it fails, the run goes on without it and says why.
+                try:
+                    peer = measure_peer(args, directory, directory / f"SubscriptionKey_{KEY_ID}.p8", peer_plan,
+                                        results)
+                except BenchError as error:
+                    print(f"warning: the peer failed, left out: {error}", file=sys.stderr)
+                    peer = {"skipped": f"failed: {str(error)[:2000]}"}
+                    for key in [key for key in results if key.startswith("peer_")]:
+                        del results[key]
+            # Instructions per request and per crypto call, under callgrind.
+            instructions: dict = {}
+            if args.no_callgrind:
+                instructions = {"skipped": "--no-callgrind"}
+            elif shutil.which("valgrind") is None or shutil.which("callgrind_control") is None:
+                instructions = {"skipped": "valgrind is not installed (make bench installs it)"}
+                print(f"callgrind skipped: {instructions['skipped']}", flush=True)
+            else:
+                print(f"callgrind: {CALLGRIND_BATCH} requests per scenario, and the crypto floor ...", flush=True)
+                callgrind_plan = [scenario for scenario in every_scenario
+                                  if scenario.key in CALLGRIND_KEYS and scenario.key in chosen]
+                # Valgrind's own failures (callgrind_control cannot reach the process, ...) leave the counts out,
+                # said, rather than the whole run.
+                try:
+                    floor = crypto_floor(args.crypto_bin, directory, signed_transaction)
+                    requests = callgrind_requests(binary, config_path, directory, callgrind_plan)
+                    instructions = {"floor": floor, "requests": requests,
+                                    "ratios": instruction_ratios(requests, floor)}
+                except BenchError as error:
+                    print(f"warning: callgrind failed, instruction counts left out: {error}", file=sys.stderr)
+                    instructions = {"skipped": f"failed: {str(error)[:2000]}"}
     except BenchError as error:
         print(f"error: {error}", file=sys.stderr)
         return 1
@@ -1126,7 +1675,14 @@ def main(argv: list[str]) -> int:
     for key, result in results.items():
         result["ratioToLivez"] = result["requestsPerSecond"] / livez
         result["ratioToOpensslSign"] = result["requestsPerSecond"] / sign_rate
-        result["signs"] = next(s.signs for s in plan if s.key == key)
+    cpu_floors = cpu_floor_ratios(results, crypto)
+    peer_ratios = {
+        key: {"throughput": results[key]["requestsPerSecond"] / results[f"peer_{key}"]["requestsPerSecond"],
+              "peerCpuPerRequestUs": results[f"peer_{key}"]["cpuPerRequestUs"]}
+        for key in PEER_KEYS if key in results and f"peer_{key}" in results
+    }
+    if peer_ratios:
+        peer["ratios"] = peer_ratios
 
     print()
     print_table(results, sign_rate)
@@ -1154,6 +1710,12 @@ def main(argv: list[str]) -> int:
                f"{half['deadlineAnswers']} at half load" if retention["deadlineAnswers"] or half["deadlineAnswers"]
                else "")
         )
+    print_floors(crypto, cpu_floors, instructions, peer)
+    target_rows = targets(results, cpu_floors)
+    if target_rows:
+        print("\ntargets (issue 11):")
+        for row in target_rows:
+            print(f"  {'met   ' if row['met'] else 'MISSED'} {row['target']}: {row['text']} (limit {row['limit']:.3g})")
     if server_stderr.strip():
         print(f"\nserver stderr:\n{server_stderr.strip()[-2000:]}")
 
@@ -1168,10 +1730,15 @@ def main(argv: list[str]) -> int:
             "threads": args.threads,
             "keepAlive": True,
             "serverThreads": threads,
-            "scenarios": [key for key in ALL_KEYS if key in results],
+            "scenarios": list(results),
+            "customers": args.customers,
         },
         "baselines": {"openssl": crypto, "livezRequestsPerSecond": livez},
         "endpoints": results,
+        "cpuFloors": cpu_floors,
+        "instructions": instructions,
+        "peer": peer,
+        "targets": target_rows,
         "ledger": recording,
         "retention": retention,
         "ratios": {
@@ -1185,7 +1752,41 @@ def main(argv: list[str]) -> int:
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
     print(f"\nwrote {out}")
+    try:
+        written = report_files.write(report, Path(args.report))
+    except report_files.ReportError as error:
+        print(f"warning: {error}", file=sys.stderr)
+        written = []
+    for path in written:
+        print(f"wrote {path}")
+    print(f"total time of the run: {time.time() - started:.0f} s")
     return 0
+
+
+def print_floors(crypto: dict, cpu_floors: dict, instructions: dict, peer: dict) -> None:
+    print(f"\nfloors: openssl speed one core: ES256 sign {1e6 / crypto['signPerSecond']:.1f} us "
+          f"({crypto['signPerSecond']:.0f}/s), P-256 verify {1e6 / crypto['verifyPerSecond']:.1f} us "
+          f"({crypto['verifyPerSecond']:.0f}/s)")
+    for key, row in cpu_floors.items():
+        print(f"  server CPU per request, {key}: {row['cpuPerRequestUs']:.1f} us = {row['ratio']:.2f}x "
+              f"({row['floor']}: {row['floorUs']:.1f} us)")
+    if "floor" in instructions:
+        floor = instructions["floor"]
+        print(f"instructions (callgrind): the service's crypto calls, sign {floor['sign']['instructions']:,.0f} "
+              f"({floor['sign']['perSecondOneCore']:.0f}/s on one core), verify {floor['verify']['instructions']:,.0f} "
+              f"({floor['verify']['perSecondOneCore']:.0f}/s)")
+        for key, row in instructions["ratios"].items():
+            per_request = instructions["requests"][key]["instructionsPerRequest"]
+            print(f"  {key}: {per_request:,.0f} per request = {row['ratio']:.2f}x ({row['floor']}: "
+                  f"{row['floorInstructions']:,.0f})")
+    elif "skipped" in instructions:
+        print(f"instructions (callgrind): skipped: {instructions['skipped']}")
+    if "ratios" in peer:
+        for key, row in peer["ratios"].items():
+            print(f"peer ({peer['workers']} uvicorn workers), {key}: ours / peer throughput {row['throughput']:.1f}x; "
+                  f"the peer's CPU per request {row['peerCpuPerRequestUs']:.0f} us")
+    elif "skipped" in peer:
+        print(f"peer: skipped: {peer['skipped']}")
 
 
 if __name__ == "__main__":

@@ -1,0 +1,263 @@
+#!/usr/bin/env python3
+"""Writes the Markdown report and the charts of a benchmark run from its JSON results (Benchmarks/run.py).
+
+    python Benchmarks/report.py Benchmarks/results/latest.json [OUT_DIR]
+
+report.md needs the standard library only; throughput.png and latency.png need matplotlib (Benchmarks/requirements.txt)
+and are left out, with a warning, without it.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+
+class ReportError(Exception):
+    pass
+
+
+def _number(value: float | None, digits: int = 1) -> str:
+    if value is None:
+        return "n/a"
+    return f"{value:,.{digits}f}"
+
+
+def _machine(report: dict) -> list[str]:
+    machine = report.get("machine", {})
+    versions = report.get("versions", {})
+    memory = machine.get("memTotalKiB")
+    load = machine.get("loadAverageAtStart")
+    return [
+        "| | |",
+        "|---|---|",
+        f"| CPU | {machine.get('cpuModel') or 'unknown'} |",
+        f"| cores | {machine.get('nproc')} |",
+        f"| memory | {memory / 1024 / 1024:.1f} GiB |" if memory else "| memory | unknown |",
+        f"| kernel | {machine.get('kernel')} |",
+        f"| load average at start | {', '.join(f'{value:.2f}' for value in load) if load else 'unknown'} |",
+        f"| OpenSSL | {versions.get('openssl')} |",
+        f"| compiler | {versions.get('swift')} |",
+        f"| offer-signer | {versions.get('offerSigner')} (commit {str(versions.get('gitCommit'))[:12]}"
+        f"{', Sources changed' if versions.get('sourcesDirty') else ''}) |",
+        f"| wrk | {versions.get('wrk')} |",
+    ]
+
+
+def markdown(report: dict) -> str:
+    settings = report.get("settings", {})
+    endpoints = report.get("endpoints", {})
+    crypto = report.get("baselines", {}).get("openssl", {})
+    lines = [
+        "# offer-signer benchmark",
+        "",
+        f"Run of {report.get('startedAt')} by `Benchmarks/run.py` (`make bench`): wrk -t{settings.get('threads')} "
+        f"-c{settings.get('connections')} -d{settings.get('duration')}s, keep-alive, server and load on the same "
+        "machine. Absolute figures vary between runs on a shared machine: compare the ratios.",
+        "",
+        "## Machine",
+        "",
+        *_machine(report),
+        "",
+        "## Scenarios",
+        "",
+        "Closed loop (every connection sends its next request on the answer) unless the label says half load: then "
+        "each connection waits after each answer, for about half the peak rate. Percentiles from wrk's own "
+        "histogram (a Lua `done()`); CPU per request: the server's user + system time over the run (all processes "
+        "and threads, from `/proc`) over the requests wrk completed; peak RSS: `VmHWM` over the run (reset before "
+        "it); cores: CPU time over wall time, by thread.",
+        "",
+        "| scenario | req/s | p50 ms | p99 ms | p99.9 ms | CPU µs/req | peak RSS MiB | cores (by thread) |",
+        "|---|---:|---:|---:|---:|---:|---:|---|",
+    ]
+    for result in endpoints.values():
+        rss = result.get("peakRssKiB")
+        split = " + ".join(f"{value:.2f}" for value in result.get("serverThreadCores", [])[:4])
+        lines.append(
+            f"| {result['label']} | {result['requestsPerSecond']:,.0f} | {result['p50Ms']:.2f} | "
+            f"{result['p99Ms']:.2f} | {result['p999Ms']:.2f} | {_number(result.get('cpuPerRequestUs'))} | "
+            f"{_number(rss / 1024 if rss else None)} | {_number(result.get('serverCores'), 2)} ({split}) |"
+        )
+    lines += ["", "## Floors and ratios", ""]
+    if crypto:
+        lines += [
+            f"`{crypto.get('command')}`, one core: ES256 sign {1e6 / crypto['signPerSecond']:.1f} µs "
+            f"({crypto['signPerSecond']:,.0f}/s), P-256 verify {1e6 / crypto['verifyPerSecond']:.1f} µs "
+            f"({crypto['verifyPerSecond']:,.0f}/s).",
+            "",
+        ]
+    cpu_floors = report.get("cpuFloors", {})
+    if cpu_floors:
+        lines += [
+            "Server CPU per request against its floor (the sign and verify times above, plus the server CPU of a "
+            "bare `/livez` in the same run):",
+            "",
+            "| scenario | CPU µs/req | floor | floor µs | ratio |",
+            "|---|---:|---|---:|---:|",
+        ]
+        for key, row in cpu_floors.items():
+            lines.append(f"| {key} | {row['cpuPerRequestUs']:.1f} | {row['floor']} | {row['floorUs']:.1f} | "
+                         f"{row['ratio']:.2f}× |")
+        lines.append("")
+    instructions = report.get("instructions", {})
+    if "floor" in instructions:
+        floor = instructions["floor"]
+        requests = instructions["requests"]
+        lines += [
+            "Instructions (`valgrind --tool=callgrind`, user space, all threads): for a request, the server's total "
+            f"over a batch of {next(iter(requests.values()))['requests'] if requests else 0} on one keep-alive "
+            "connection after a warm-up, instrumentation on only around the batch; for the floor, "
+            "`offer-signer-bench-crypto` (the service's own `SigningKey.signatureRaw` and "
+            "`VerifyingKey.isValidSignature` calls) run for N and 2N operations, (Ir(2N) - Ir(N)) / N. "
+            "Wall-clock rates of the same program on one core beside them.",
+            "",
+            "| operation | instructions | one core |",
+            "|---|---:|---:|",
+            f"| ES256 sign (service's call) | {floor['sign']['instructions']:,.0f} | "
+            f"{floor['sign']['perSecondOneCore']:,.0f}/s ({floor['sign']['microseconds']:.1f} µs) |",
+            f"| P-256 verify (service's call) | {floor['verify']['instructions']:,.0f} | "
+            f"{floor['verify']['perSecondOneCore']:,.0f}/s ({floor['verify']['microseconds']:.1f} µs) |",
+            "",
+            "| scenario | instructions/request | floor | floor instructions | ratio |",
+            "|---|---:|---|---:|---:|",
+        ]
+        for key, row in instructions.get("ratios", {}).items():
+            lines.append(f"| {key} | {requests[key]['instructionsPerRequest']:,.0f} | {row['floor']} | "
+                         f"{row['floorInstructions']:,.0f} | {row['ratio']:.2f}× |")
+        lines.append("")
+    elif "skipped" in instructions:
+        lines += [f"Instructions (callgrind): skipped ({instructions['skipped']}).", ""]
+    peer = report.get("peer", {})
+    lines += ["## Against the peer", ""]
+    if "ratios" in peer:
+        lines += [
+            f"Apple's App Store Server Library (Python: `SignedDataVerifier`, `PromotionalOfferV2SignatureCreator`) "
+            f"behind uvicorn with {peer['workers']} workers (`Benchmarks/peer/`), the same key, root, requests and "
+            "wrk scripts. Its CPU counts the uvicorn parent and every worker.",
+            "",
+            "| scenario | ours req/s | peer req/s | ours / peer | our CPU µs/req | peer CPU µs/req |",
+            "|---|---:|---:|---:|---:|---:|",
+        ]
+        for key, row in peer["ratios"].items():
+            ours = endpoints[key]
+            theirs = endpoints[f"peer_{key}"]
+            lines.append(f"| {key} | {ours['requestsPerSecond']:,.0f} | {theirs['requestsPerSecond']:,.0f} | "
+                         f"{row['throughput']:.1f}× | {_number(ours.get('cpuPerRequestUs'))} | "
+                         f"{_number(theirs.get('cpuPerRequestUs'))} |")
+        lines.append("")
+    else:
+        lines += [f"Not measured: {peer.get('skipped', 'no peer scenario in this run')}.", ""]
+    rows = report.get("targets", [])
+    if rows:
+        lines += [
+            "## Targets (issue 11)",
+            "",
+            "| target | measured | limit | |",
+            "|---|---:|---:|---|",
+        ]
+        for row in rows:
+            lines.append(f"| {row['target']} | {row['text']} | {row['limit']:.3g} | "
+                         f"{'met' if row['met'] else '**missed**'} |")
+        lines.append("")
+    lines += ["![throughput](throughput.png)", "", "![latency](latency.png)", ""]
+    return "\n".join(lines)
+
+
+def charts(report: dict, directory: Path) -> list[Path]:
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError as error:
+        raise ReportError(f"no charts: matplotlib is not installed ({error})") from error
+    endpoints = report.get("endpoints", {})
+    ours = {key: value for key, value in endpoints.items() if not key.startswith("peer_") and
+            not key.endswith("_half")}
+    written = []
+
+    # Throughput: ours per scenario, the peer beside it, and the crypto floors as one core's rate.
+    figure, axis = plt.subplots(figsize=(10, 0.45 * (len(ours) + 4) + 1.5))
+    labels, values, colours = [], [], []
+    for key, result in ours.items():
+        labels.append(key)
+        values.append(result["requestsPerSecond"])
+        colours.append("tab:blue")
+        if f"peer_{key}" in endpoints:
+            labels.append(f"{key} (peer)")
+            values.append(endpoints[f"peer_{key}"]["requestsPerSecond"])
+            colours.append("tab:orange")
+    crypto = report.get("baselines", {}).get("openssl", {})
+    if crypto:
+        labels += ["openssl ES256 sign, 1 core", "openssl P-256 verify, 1 core"]
+        values += [crypto["signPerSecond"], crypto["verifyPerSecond"]]
+        colours += ["tab:gray", "tab:gray"]
+    positions = range(len(labels))
+    axis.barh(positions, values, color=colours)
+    axis.set_yticks(list(positions), labels)
+    axis.invert_yaxis()
+    axis.set_xscale("log")
+    axis.set_xlabel("requests (or operations) per second, log scale")
+    axis.set_title("Throughput: offer-signer (blue), the peer (orange), raw crypto (grey)")
+    for position, value in zip(positions, values):
+        axis.text(value, position, f" {value:,.0f}", va="center", fontsize=8)
+    figure.tight_layout()
+    path = directory / "throughput.png"
+    figure.savefig(path, dpi=110)
+    plt.close(figure)
+    written.append(path)
+
+    # Latency: p50, p99 and p99.9 of each run, peak and half load, ours and the peer's.
+    figure, axis = plt.subplots(figsize=(10, 0.45 * len(endpoints) + 1.5))
+    keys = list(endpoints)
+    for offset, (name, colour) in enumerate((("p50Ms", "tab:green"), ("p99Ms", "tab:blue"),
+                                              ("p999Ms", "tab:red"))):
+        axis.barh([index + (offset - 1) * 0.27 for index in range(len(keys))],
+                  [max(endpoints[key][name], 0.001) for key in keys], height=0.27, color=colour,
+                  label=name.removesuffix("Ms").replace("p999", "p99.9"))
+    axis.set_yticks(list(range(len(keys))), keys)
+    axis.invert_yaxis()
+    axis.set_xscale("log")
+    axis.set_xlabel("latency, ms (log scale)")
+    axis.axvline(2.0, color="black", linestyle="--", linewidth=0.8, label="2 ms (target at half load)")
+    axis.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8)
+    axis.set_title("Latency at peak and at half load (_half); peer_ is Apple's library behind uvicorn")
+    figure.tight_layout()
+    path = directory / "latency.png"
+    figure.savefig(path, dpi=110)
+    plt.close(figure)
+    written.append(path)
+    return written
+
+
+def write(report: dict, directory: Path) -> list[Path]:
+    """report.md, then the charts (a ReportError for the charts comes after report.md is written)."""
+    directory.mkdir(parents=True, exist_ok=True)
+    path = directory / "report.md"
+    path.write_text(markdown(report), encoding="utf-8")
+    written = [path]
+    written += charts(report, directory)
+    return written
+
+
+def main(argv: list[str]) -> int:
+    if not 1 <= len(argv) <= 2:
+        print(__doc__, file=sys.stderr)
+        return 2
+    source = Path(argv[0])
+    try:
+        report = json.loads(source.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as error:
+        print(f"error: {source}: {error}", file=sys.stderr)
+        return 1
+    try:
+        for path in write(report, Path(argv[1]) if len(argv) > 1 else source.parent):
+            print(f"wrote {path}")
+    except ReportError as error:
+        print(f"warning: {error}", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
