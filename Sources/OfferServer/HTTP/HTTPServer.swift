@@ -18,6 +18,10 @@ public struct HTTPServerLimits: Sendable {
     public var idleTimeoutSeconds = 30
     /// Worker threads, each with its own listening socket; 0 means one per core.
     public var threads = 0
+    /// The worker threads `threads` asks for.
+    public var workerCount: Int {
+        threads > 0 ? threads : max(1, Int(sysconf(Int32(_SC_NPROCESSORS_ONLN))))
+    }
     /// Whether handlers see the peer's address (only the rate limiter needs it).
     public var recordsClientAddress = false
     /// Request headers handlers see: `X-Request-Id`, and for example a proxy's client address header.
@@ -92,17 +96,12 @@ public final class HTTPServer: @unchecked Sendable {
         for worker in workers { if let daemon = worker.daemon { MHD_stop_daemon(daemon) } }
     }
 
-    /// Worker threads `limits.threads` asks for: 0 means one per core.
-    var workerCount: Int {
-        limits.threads > 0 ? limits.threads : max(1, Int(sysconf(Int32(_SC_NPROCESSORS_ONLN))))
-    }
-
     /// Requests served so far by each worker, in the workers' order.
     var requestsPerWorker: [Int] { workers.map { $0.served.load(ordering: .relaxed) } }
 
     /// Binds `host:port` and starts serving. Throws with a readable message on failure.
     public func start(host: String, port: Int) throws(ServerError) {
-        let sockets = try Self.listen(host: host, port: port, count: workerCount)
+        let sockets = try Self.listen(host: host, port: port, count: limits.workerCount)
         self.port = sockets.port
         for (index, fd) in sockets.fds.enumerated() {
             let worker = Worker(server: self)
