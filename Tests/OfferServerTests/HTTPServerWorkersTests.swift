@@ -62,7 +62,8 @@ struct HTTPServerWorkersTests {
         var limits = HTTPServerLimits()
         limits.threads = 2
         let second = HTTPServer(limits: limits) { _, responder in responder.send(.ok([])) }
-        #expect(throws: ServerError.self) { try second.start(host: "127.0.0.1", port: first.port) }
+        let error = #expect(throws: ServerError.self) { try second.start(host: "127.0.0.1", port: first.port) }
+        #expect(error?.description == "cannot listen on 127.0.0.1:\(first.port) (address already in use)")
         #expect(second.port == 0)
     }
 
