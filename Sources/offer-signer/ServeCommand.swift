@@ -64,8 +64,7 @@ enum ServeCommand {
         let ledger: (any Ledger)?
         do {
             // A PostgreSQL ledger's pool: a connection per worker thread and one for its writer.
-            let workers = limits.threads > 0 ? limits.threads : max(1, Int(sysconf(Int32(_SC_NPROCESSORS_ONLN))))
-            ledger = try settings.storage.open(connections: workers + 1, sqlitePageLimit: pageLimit)
+            ledger = try settings.storage.open(connections: limits.workerCount + 1, sqlitePageLimit: pageLimit)
         } catch {
             throw CommandError(error.description)
         }

@@ -378,7 +378,7 @@ struct RawResponse: Sendable {
     var text: String { String(decoding: body, as: UTF8.self) }
 }
 
-/// A blocking HTTP/1.1 client over one TCP connection to 127.0.0.1, kept open between requests (keep-alive).
+/// A blocking HTTP/1.1 client over one TCP connection to a loopback address, kept open between requests (keep-alive).
 /// Reads give up after `timeoutSeconds`: the failure mode of a server that never answers.
 final class RawConnection {
     static let timeoutSeconds = 30
@@ -391,22 +391,22 @@ final class RawConnection {
     private let fd: Int32
     private var buffer: [UInt8] = []
 
-    init(port: Int) throws {
-        fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+    /// Connects to `host` (a numeric IPv4 or IPv6 address) on `port`.
+    init(port: Int, host: String = "127.0.0.1") throws {
+        var hints = addrinfo()
+        hints.ai_socktype = Int32(SOCK_STREAM.rawValue)
+        hints.ai_flags = AI_NUMERICHOST | AI_NUMERICSERV
+        var result: UnsafeMutablePointer<addrinfo>?
+        guard getaddrinfo(host, String(port), &hints, &result) == 0, let address = result else {
+            throw Failure("cannot read the address \(host)")
+        }
+        defer { freeaddrinfo(result) }
+        fd = socket(address.pointee.ai_family, Int32(SOCK_STREAM.rawValue), 0)
         guard fd >= 0 else { throw Failure("socket: \(String(cString: strerror(errno)))") }
         var timeout = timeval(tv_sec: Self.timeoutSeconds, tv_usec: 0)
         setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
         setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_port = UInt16(port).bigEndian
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        let connected = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
-            }
-        }
-        guard connected == 0 else {
+        guard connect(fd, address.pointee.ai_addr, address.pointee.ai_addrlen) == 0 else {
             let reason = String(cString: strerror(errno))
             close(fd)
             throw Failure("connect to port \(port): \(reason)")

@@ -12,12 +12,16 @@ public struct HTTPServerLimits: Sendable {
     public var maxBodyBytes = 64 * 1024
     /// Memory per connection for the request line and headers (libmicrohttpd answers 431 past it).
     public var maxHeaderBytes = 16 * 1024
-    /// Simultaneous connections.
+    /// Simultaneous connections, for the whole server (every worker together).
     public var maxConnections = 1024
     /// Seconds a connection may sit idle before it is closed.
     public var idleTimeoutSeconds = 30
-    /// Worker threads (libmicrohttpd's epoll thread pool); 0 means one per core.
+    /// Worker threads, each with its own listening socket; 0 means one per core.
     public var threads = 0
+    /// The worker threads `threads` asks for.
+    public var workerCount: Int {
+        threads > 0 ? threads : max(1, Int(sysconf(Int32(_SC_NPROCESSORS_ONLN))))
+    }
     /// Whether handlers see the peer's address (only the rate limiter needs it).
     public var recordsClientAddress = false
     /// Request headers handlers see: `X-Request-Id`, and for example a proxy's client address header.
@@ -28,26 +32,40 @@ public struct HTTPServerLimits: Sendable {
     public init() {}
 }
 
-/// A bounded HTTP/1.1 server over libmicrohttpd with an internal epoll thread pool.
+/// A bounded HTTP/1.1 server over libmicrohttpd: one epoll daemon per worker thread, each with its own listening
+/// socket on the same port (`SO_REUSEPORT`), so the kernel spreads connections over the workers.
 ///
-/// The concurrency model, for every handler: a handler runs on one of the pool's worker threads (one per core)
-/// and answers through its `Responder`, either before it returns (the fast path: no suspension) or later from
-/// any thread. In the second case the connection is suspended (`MHD_suspend_connection`), so the worker
-/// thread serves other connections meanwhile, and resumed when the answer is ready. Work that waits (a group
-/// commit to disk, an App Store Server API call) must take that path and never block a worker.
+/// Why not libmicrohttpd's own thread pool: its workers share one listening socket and race to accept, and under
+/// load one of them wins most connections, leaving a core idle. With a socket per worker the kernel hashes each
+/// new connection (by its addresses and ports) to one socket, so every worker gets its share.
 ///
-/// One object owns the daemon and the listening socket. `@unchecked Sendable`: after `start` the
-/// daemon pointer is only read (and cleared by `stop` on the main thread once the pool is idle),
-/// libmicrohttpd synchronises its own threads, and the counters are behind `Mutex`es.
+/// The concurrency model, for every handler: a handler runs on one of the worker threads (one per core) and
+/// answers through its `Responder`, either before it returns (the fast path: no suspension) or later from any
+/// thread. In the second case the connection is suspended (`MHD_suspend_connection`), so the worker thread serves
+/// other connections meanwhile, and resumed when the answer is ready (libmicrohttpd resumes it on the daemon that
+/// owns it: the connection knows its daemon). Work that waits (a group commit to disk, an App Store Server API
+/// call) must take that path and never block a worker.
+///
+/// `maxConnections` holds for the server, not per worker: an accept policy shared by every daemon admits a
+/// connection only while fewer than `maxConnections` are open (one atomic count), and libmicrohttpd's close notice
+/// gives the place back. A single count rather than `maxConnections / threads` per daemon, because the kernel's
+/// hashing is statistical: a fixed share per daemon would refuse connections on a busy worker while another had
+/// room.
+///
+/// One object owns the daemons and their listening sockets. `@unchecked Sendable`: after `start` the workers are
+/// only read (and cleared by `stop` on the main thread once the daemons are idle), libmicrohttpd synchronises its
+/// own threads, and the counters are atomic or behind `Mutex`es.
 public final class HTTPServer: @unchecked Sendable {
     public typealias Handler = @Sendable (HTTPRequest, Responder) -> Void
 
     let handler: Handler
     let limits: HTTPServerLimits
-    private var daemon: OpaquePointer?
+    private var workers: [Worker] = []
     /// The port actually bound (useful when asked for port 0).
     public private(set) var port: Int = 0
     let inFlight = InFlightCounter()
+    /// Connections open on every worker together, admitted up to `limits.maxConnections`.
+    let connections = ConnectionCount()
     /// Responders whose connection is suspended, waiting for an answer; answered 503 if the server stops first.
     let waiting = Mutex(Waiting())
 
@@ -58,60 +76,94 @@ public final class HTTPServer: @unchecked Sendable {
         var closed = false
     }
 
+    /// One libmicrohttpd daemon with its own thread and listening socket; the handler's context.
+    final class Worker: @unchecked Sendable {
+        /// `unowned`: the server owns its workers and stops their daemons before it goes.
+        unowned let server: HTTPServer
+        var daemon: OpaquePointer?
+        /// Requests whose handler ran on this worker (tests check the spread with it).
+        let served = Atomic(0)
+
+        init(server: HTTPServer) { self.server = server }
+    }
+
     public init(limits: HTTPServerLimits, handler: @escaping Handler) {
         self.limits = limits
         self.handler = handler
     }
 
     deinit {
-        if let daemon { MHD_stop_daemon(daemon) }
+        for worker in workers { if let daemon = worker.daemon { MHD_stop_daemon(daemon) } }
     }
+
+    /// Requests served so far by each worker, in the workers' order.
+    var requestsPerWorker: [Int] { workers.map { $0.served.load(ordering: .relaxed) } }
 
     /// Binds `host:port` and starts serving. Throws with a readable message on failure.
     public func start(host: String, port: Int) throws(ServerError) {
-        let socket = try Self.listen(host: host, port: port)
-        self.port = socket.port
-        let threads = limits.threads > 0 ? limits.threads : max(1, Int(sysconf(Int32(_SC_NPROCESSORS_ONLN))))
+        let sockets = try Self.listen(host: host, port: port, count: limits.workerCount)
+        self.port = sockets.port
+        for (index, fd) in sockets.fds.enumerated() {
+            let worker = Worker(server: self)
+            guard let daemon = startDaemon(listening: fd, worker: worker) else {
+                // The daemons started so far own their sockets; the others are closed here.
+                for unused in sockets.fds[index...] { close(unused) }
+                for started in workers { if let daemon = started.daemon { MHD_stop_daemon(daemon) } }
+                workers = []
+                throw ServerError("cannot start the HTTP server on \(host):\(port)")
+            }
+            // From here the daemon owns the listening socket: it closes it when stopped, unless quiesced first.
+            worker.daemon = daemon
+            workers.append(worker)
+        }
+    }
+
+    private func startDaemon(listening fd: Int32, worker: Worker) -> OpaquePointer? {
+        let server = Unmanaged.passUnretained(self).toOpaque()
         var options = [
-            MHD_OptionItem(option: .LISTEN_SOCKET, value: Int(socket.fd), ptr_value: nil),
-            MHD_OptionItem(option: .THREAD_POOL_SIZE, value: threads, ptr_value: nil),
-            MHD_OptionItem(option: .CONNECTION_LIMIT, value: limits.maxConnections, ptr_value: nil),
+            MHD_OptionItem(option: .LISTEN_SOCKET, value: Int(fd), ptr_value: nil),
+            // The server's limit is kept by `admitConnection`. A daemon's own is one above it, never reached: a
+            // daemon at its own limit stops accepting, and the connections past the server's limit would wait in
+            // its backlog instead of being turned away at once.
+            MHD_OptionItem(option: .CONNECTION_LIMIT, value: limits.maxConnections + 1, ptr_value: nil),
             MHD_OptionItem(option: .CONNECTION_TIMEOUT, value: limits.idleTimeoutSeconds, ptr_value: nil),
             MHD_OptionItem(option: .CONNECTION_MEMORY_LIMIT, value: limits.maxHeaderBytes, ptr_value: nil),
             MHD_OptionItem(
                 option: .NOTIFY_COMPLETED,
                 value: unsafeBitCast(requestCompleted as MHD_RequestCompletedCallback, to: Int.self),
-                ptr_value: Unmanaged.passUnretained(self).toOpaque()),
+                ptr_value: server),
+            MHD_OptionItem(
+                option: .NOTIFY_CONNECTION,
+                value: unsafeBitCast(connectionChanged as MHD_NotifyConnectionCallback, to: Int.self),
+                ptr_value: server),
             MHD_OptionItem(option: .END, value: 0, ptr_value: nil),
         ]
         let flags = MHD_USE_EPOLL_INTERNAL_THREAD.rawValue | MHD_ALLOW_SUSPEND_RESUME.rawValue
-        let context = Unmanaged.passUnretained(self).toOpaque()
-        daemon = options.withUnsafeMutableBufferPointer { items in
+        let context = Unmanaged.passUnretained(worker).toOpaque()
+        return options.withUnsafeMutableBufferPointer { items in
             withVaList([MHD_OPTION.ARRAY.rawValue, items.baseAddress!, MHD_OPTION.END.rawValue]) { arguments in
-                MHD_start_daemon_va(flags, 0, nil, nil, accessHandler, context, arguments)
+                MHD_start_daemon_va(flags, 0, admitConnection, server, accessHandler, context, arguments)
             }
         }
-        guard daemon != nil else {
-            close(socket.fd)
-            throw ServerError("cannot start the HTTP server on \(host):\(port)")
-        }
-        // From here the daemon owns the listening socket: it closes it when stopped, unless quiesced first.
     }
 
-    /// Stops accepting connections, lets requests in flight finish (up to `grace` seconds), answers those still
-    /// waiting for an asynchronous answer 503 `not_ready`, then stops.
+    /// Stops accepting connections on every worker, lets requests in flight finish (up to `grace` seconds),
+    /// answers those still waiting for an asynchronous answer 503 `not_ready`, then stops.
     public func stop(graceSeconds: Double = 10) {
-        guard let daemon else { return }
-        // Closing the listening socket right away makes new connections fail fast instead of waiting in the backlog.
-        let quiesced = MHD_quiesce_daemon(daemon)
-        if quiesced >= 0 { close(quiesced) }
+        let daemons = workers.compactMap(\.daemon)
+        guard !daemons.isEmpty else { return }
+        // Closing the listening sockets right away makes new connections fail fast instead of waiting in a backlog.
+        for daemon in daemons {
+            let quiesced = MHD_quiesce_daemon(daemon)
+            if quiesced >= 0 { close(quiesced) }
+        }
         var waited = 0.0
         while inFlight.value > 0 && waited < graceSeconds {
             usleep(10_000)
             waited += 0.01
         }
         // libmicrohttpd must not be stopped with suspended connections: answer the ones still waiting, suspend
-        // no more (a handler still running answers 503 when it returns), then give the pool a moment to send.
+        // no more (a handler still running answers 503 when it returns), then give the workers a moment to send.
         let stranded = waiting.withLock { waiting in
             waiting.closed = true
             return Array(waiting.responders.values)
@@ -122,14 +174,19 @@ public final class HTTPServer: @unchecked Sendable {
             usleep(10_000)
             waited += 0.01
         }
-        MHD_stop_daemon(daemon)
-        self.daemon = nil
+        for daemon in daemons { MHD_stop_daemon(daemon) }
+        workers = []
     }
 
     /// The answer to requests still waiting when the server stops.
     static var stoppingResponse: HTTPResponse { HTTPError.notReady("the server is stopping").response }
 
-    private static func listen(host: String, port: Int) throws(ServerError) -> (fd: Int32, port: Int) {
+    /// `count` listening sockets on one address of `host` and one port, joined by `SO_REUSEPORT`, and that port.
+    ///
+    /// The first socket binds without `SO_REUSEPORT`, so a port another process holds (with or without the option)
+    /// is refused as before; the option is set once it is bound, before it listens, and the others bind to the
+    /// address it got (so port 0 gives them all the port the first was given).
+    private static func listen(host: String, port: Int, count: Int) throws(ServerError) -> (fds: [Int32], port: Int) {
         guard (0...65535).contains(port) else { throw ServerError("port \(port) is out of range (0-65535)") }
         var hints = addrinfo()
         hints.ai_family = AF_UNSPEC
@@ -143,41 +200,114 @@ public final class HTTPServer: @unchecked Sendable {
         var entry: UnsafeMutablePointer<addrinfo>? = first
         while let info = entry {
             entry = info.pointee.ai_next
-            let fd = socket(info.pointee.ai_family, info.pointee.ai_socktype | Int32(SOCK_CLOEXEC.rawValue), 0)
-            guard fd >= 0 else { continue }
-            var yes: Int32 = 1
-            setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &yes, socklen_t(MemoryLayout<Int32>.size))
-            guard bind(fd, info.pointee.ai_addr, info.pointee.ai_addrlen) == 0, Glibc.listen(fd, 1024) == 0 else {
+            let family = info.pointee.ai_family
+            let leader = ListeningSocket(family: family)
+            guard let leader, leader.bind(info.pointee.ai_addr, info.pointee.ai_addrlen), leader.share(),
+                leader.listen()
+            else {
                 lastErrno = errno
-                close(fd)
+                leader?.close()
                 continue
             }
-            var storage = sockaddr_storage()
+            var fds = [leader.fd]
+            var bound = sockaddr_storage()
             var length = socklen_t(MemoryLayout<sockaddr_storage>.size)
-            let bound = withUnsafeMutablePointer(to: &storage) {
-                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) }
+            let named = withUnsafeMutablePointer(to: &bound) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(leader.fd, $0, &length) }
             }
-            var actualPort = port
-            if bound == 0 {
-                if Int32(storage.ss_family) == AF_INET {
-                    actualPort = withUnsafePointer(to: &storage) {
-                        $0.withMemoryRebound(to: sockaddr_in.self, capacity: 1) {
-                            Int(UInt16(bigEndian: $0.pointee.sin_port))
-                        }
-                    }
-                } else if Int32(storage.ss_family) == AF_INET6 {
-                    actualPort = withUnsafePointer(to: &storage) {
-                        $0.withMemoryRebound(to: sockaddr_in6.self, capacity: 1) {
-                            Int(UInt16(bigEndian: $0.pointee.sin6_port))
-                        }
-                    }
+            guard named == 0 else {
+                lastErrno = errno
+                leader.close()
+                continue
+            }
+            while fds.count < count {
+                let joined = ListeningSocket(family: family)
+                guard let joined, joined.share(), joined.bind(&bound, length), joined.listen() else {
+                    let reason = systemError(errno).lowercased()
+                    joined?.close()
+                    for fd in fds { close(fd) }
+                    throw ServerError("cannot listen on \(host):\(port) with \(count) workers (\(reason))")
                 }
+                fds.append(joined.fd)
             }
-            return (fd, actualPort)
+            return (fds, Self.port(of: bound) ?? port)
         }
         let reason = lastErrno == 0 ? "no socket could be opened" : systemError(lastErrno).lowercased()
         throw ServerError("cannot listen on \(host):\(port) (\(reason))")
     }
+
+    /// The port in an IPv4 or IPv6 socket address.
+    private static func port(of address: sockaddr_storage) -> Int? {
+        var address = address
+        switch Int32(address.ss_family) {
+        case AF_INET:
+            return withUnsafePointer(to: &address) {
+                $0.withMemoryRebound(to: sockaddr_in.self, capacity: 1) { Int(UInt16(bigEndian: $0.pointee.sin_port)) }
+            }
+        case AF_INET6:
+            return withUnsafePointer(to: &address) {
+                $0.withMemoryRebound(to: sockaddr_in6.self, capacity: 1) {
+                    Int(UInt16(bigEndian: $0.pointee.sin6_port))
+                }
+            }
+        default:
+            return nil
+        }
+    }
+}
+
+/// One TCP socket being made into a listening socket; `errno` says why a step failed.
+private struct ListeningSocket {
+    let fd: Int32
+
+    init?(family: Int32) {
+        fd = socket(family, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+        guard fd >= 0 else { return nil }
+        var yes: Int32 = 1
+        setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &yes, socklen_t(MemoryLayout<Int32>.size))
+    }
+
+    func bind(_ address: UnsafePointer<sockaddr>?, _ length: socklen_t) -> Bool {
+        Glibc.bind(fd, address, length) == 0
+    }
+
+    func bind(_ address: inout sockaddr_storage, _ length: socklen_t) -> Bool {
+        withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { Glibc.bind(fd, $0, length) == 0 }
+        }
+    }
+
+    /// Lets other sockets of this process bind to the same address and port (`SO_REUSEPORT`): the kernel then
+    /// spreads new connections over them.
+    func share() -> Bool {
+        var yes: Int32 = 1
+        return setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &yes, socklen_t(MemoryLayout<Int32>.size)) == 0
+    }
+
+    func listen() -> Bool { Glibc.listen(fd, 1024) == 0 }
+
+    func close() { Glibc.close(fd) }
+}
+
+/// Open connections across every daemon of a server, admitted up to a limit.
+final class ConnectionCount: Sendable {
+    private let count = Atomic(0)
+
+    var value: Int { count.load(ordering: .relaxed) }
+
+    /// Takes a place if fewer than `limit` are taken.
+    func admit(limit: Int) -> Bool {
+        var current = count.load(ordering: .relaxed)
+        while current < limit {
+            let (exchanged, original) = count.compareExchange(
+                expected: current, desired: current + 1, ordering: .relaxed)
+            if exchanged { return true }
+            current = original
+        }
+        return false
+    }
+
+    func release() { count.subtract(1, ordering: .relaxed) }
 }
 
 /// A server start-up failure with a message fit for the operator.
@@ -206,6 +336,25 @@ final class InFlightCounter: Sendable {
     func decrement() { count.withLock { $0 -= 1 } }
 }
 
+/// The accept policy every daemon shares: a connection is admitted while the server has room for it.
+private func admitConnection(
+    _ cls: UnsafeMutableRawPointer?, _ address: UnsafePointer<sockaddr>?, _ length: socklen_t
+) -> MHD_Result {
+    guard let cls else { return .NO }
+    let server = Unmanaged<HTTPServer>.fromOpaque(cls).takeUnretainedValue()
+    return server.connections.admit(limit: server.limits.maxConnections) ? .YES : .NO
+}
+
+/// A connection's place is given back when it closes. (libmicrohttpd tells of every connection it started; one
+/// admitted that it then failed to start, out of memory, keeps its place: the limit errs on the safe side.)
+private func connectionChanged(
+    _ cls: UnsafeMutableRawPointer?, _ connection: OpaquePointer?,
+    _ context: UnsafeMutablePointer<UnsafeMutableRawPointer?>?, _ code: MHD_ConnectionNotificationCode
+) {
+    guard let cls, code == .CONNECTION_NOTIFY_CLOSED else { return }
+    Unmanaged<HTTPServer>.fromOpaque(cls).takeUnretainedValue().connections.release()
+}
+
 private func requestCompleted(
     _ cls: UnsafeMutableRawPointer?, _ connection: OpaquePointer?,
     _ state: UnsafeMutablePointer<UnsafeMutableRawPointer?>?,
@@ -226,7 +375,8 @@ private func accessHandler(
     _ uploadSize: UnsafeMutablePointer<Int>?, _ stateSlot: UnsafeMutablePointer<UnsafeMutableRawPointer?>?
 ) -> MHD_Result {
     guard let cls, let connection, let stateSlot, let uploadSize else { return .NO }
-    let server = Unmanaged<HTTPServer>.fromOpaque(cls).takeUnretainedValue()
+    let worker = Unmanaged<HTTPServer.Worker>.fromOpaque(cls).takeUnretainedValue()
+    let server = worker.server
     guard let existing = stateSlot.pointee else {
         // First call: headers only. Answering now would force `Connection: close`, so only set up state,
         // unless the declared body is already too large.
@@ -299,6 +449,7 @@ private func accessHandler(
     state.body = []
     let responder = Responder(connection: connection, server: server)
     state.responder = responder
+    worker.served.add(1, ordering: .relaxed)
     server.handler(request, responder)
     // Answered before returning: queue now. Otherwise the connection waits, suspended, for `send`.
     if let response = responder.takeResponseOrSuspend() { return queue(connection, response) }

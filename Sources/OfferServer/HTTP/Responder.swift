@@ -15,7 +15,8 @@ public final class Responder: Sendable {
     }
 
     /// `nonisolated(unsafe)`: the connection pointer is only used under `state`'s lock, to resume the
-    /// connection, and libmicrohttpd allows `MHD_resume_connection` from any thread.
+    /// connection, and libmicrohttpd allows `MHD_resume_connection` from any thread. The connection knows its
+    /// daemon, so it is resumed on the worker that owns it, whichever of the server's daemons that is.
     nonisolated(unsafe) private let connection: OpaquePointer?
     private weak let server: HTTPServer?
     private let state = Mutex(State())
