@@ -1036,7 +1036,7 @@ def measure_retention(args: argparse.Namespace, binary: str, directory: Path, le
     status = server.stop()
     stderr = server.stderr()
     if status != 0:
-        raise BenchError(f"the retention server exited {status} after SIGTERM (expected 0):\\n{stderr}")
+        raise BenchError(f"the retention server exited {status} after SIGTERM (expected 0):\n{stderr}")
     summary = {
         "peakRequestsPerSecond": result["requestsPerSecond"],
         "p50Ms": result["p50Ms"],
