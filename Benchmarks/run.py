@@ -486,6 +486,22 @@ class Server(ProcessFigures):
                 self.stderr_file.close()
         return status
 
+    def abort(self) -> None:
+        """After a failed run: still try a graceful stop, then make sure the server is gone."""
+        try:
+            self.stop()
+        except BenchError:
+            pass
+        self.kill()
+
+    def stop_cleanly(self, what: str) -> str:
+        """SIGTERM; the exit status must be 0. Returns the server's standard error."""
+        status = self.stop()
+        stderr = self.stderr()
+        if status != 0:
+            raise BenchError(f"{what} exited {status} after SIGTERM (expected 0):\n{stderr}")
+        return stderr
+
     def kill(self) -> None:
         if self.process.poll() is None:
             self.process.kill()
@@ -1027,16 +1043,9 @@ def measure_retention(args: argparse.Namespace, binary: str, directory: Path, le
         results[half.key] = {"label": half.label, "method": half.method, "path": half.path, **half_result}
         repeated = retention_answers(server.port).get("repeated", 0)
     except BaseException:
-        try:
-            server.stop()
-        except BenchError:
-            pass
-        server.kill()
+        server.abort()
         raise
-    status = server.stop()
-    stderr = server.stderr()
-    if status != 0:
-        raise BenchError(f"the retention server exited {status} after SIGTERM (expected 0):\n{stderr}")
+    stderr = server.stop_cleanly("the retention server")
     summary = {
         "peakRequestsPerSecond": result["requestsPerSecond"],
         "p50Ms": result["p50Ms"],
@@ -1321,15 +1330,9 @@ def callgrind_requests(binary: str, config: Path, directory: Path, plan: list[Sc
             }
             print(f"  {scenario.label}: {instructions / CALLGRIND_BATCH:,.0f} instructions per request", flush=True)
     except BaseException:
-        try:
-            server.stop()
-        except BenchError:
-            pass
-        server.kill()
+        server.abort()
         raise
-    status = server.stop()
-    if status != 0:
-        raise BenchError(f"the server under callgrind exited {status} after SIGTERM (expected 0):\n{server.stderr()}")
+    server.stop_cleanly("the server under callgrind")
     return figures
 
 
@@ -1435,17 +1438,9 @@ def serve_and_measure(
                                      "targetRequestsPerSecond": result["requestsPerSecond"] / 2, **half_result}
         counts = settled_counts(server.port)
     except BaseException:
-        # Abort: still try a graceful stop, then make sure the server is gone.
-        try:
-            server.stop()
-        except BenchError:
-            pass
-        server.kill()
+        server.abort()
         raise
-    status = server.stop()
-    stderr = server.stderr()
-    if status != 0:
-        raise BenchError(f"the server ({config.name}) exited {status} after SIGTERM (expected 0):\n{stderr}")
+    stderr = server.stop_cleanly(f"the server ({config.name})")
     return threads, counts, stderr
 
 
