@@ -1,0 +1,24 @@
+// swift-tools-version:6.0
+// The libFuzzer targets of offer-signer's own parsers, a package of its own so that `swift build` of the service
+// never links them: they need the fuzzer runtime, which only `-sanitize=fuzzer` brings. `make fuzz` and the smoke
+// in `make test` build it with `swift build --package-path Fuzz -c release -Xswiftc -sanitize=fuzzer,address`.
+// The service is the checkout one folder up, as the OfferKit example depends on it (no network needed).
+import PackageDescription
+
+let package = Package(
+    name: "offer-signer-fuzz",
+    dependencies: [.package(name: "offer-signer", path: "..")],
+    targets: [
+        // Declares libFuzzer's `LLVMFuzzerRunDriver` for Swift: the executable keeps its own `main` (SwiftPM renames
+        // an executable's entry point, so libFuzzer's `main` never runs) and hands the driver the chosen target.
+        .target(name: "CFuzzerDriver"),
+        .executableTarget(
+            name: "offer-signer-fuzz",
+            dependencies: [
+                "CFuzzerDriver",
+                .product(name: "OfferAPI", package: "offer-signer"),
+                .product(name: "OfferCore", package: "offer-signer"),
+                .product(name: "OfferServer", package: "offer-signer"),
+            ]),
+    ]
+)

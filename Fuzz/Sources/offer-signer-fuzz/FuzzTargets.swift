@@ -1,0 +1,107 @@
+import OfferAPI
+import OfferCore
+import OfferServer
+
+extension FuzzTarget {
+    /// Every target, in the order `make fuzz` runs them.
+    static let all: [FuzzTarget] = [json, jws, payload, rule, catalog, config, wire]
+
+    /// The JSON parser every other parser starts from: what parses is written back (compact and pretty) and must
+    /// parse again to the same value.
+    static let json = FuzzTarget(
+        name: "json", summary: "JSONParser.parse, and what it parses written back and parsed again"
+    ) { bytes in
+        guard let value = try? JSONParser.parse(bytes) else { return }
+        var writer = JSONWriter()
+        writer.value(value)
+        check((try? JSONParser.parse(writer.bytes)) == value, "compact JSON written back parses to the same value")
+        check(
+            (try? JSONParser.parse(JSONWriter.pretty(value))) == value,
+            "pretty JSON written back parses to the same value")
+    }
+
+    /// The compact JWS decoder signed data goes through before its signature is checked, and the decoded payload
+    /// through every payload decoder, as verification does once the signature holds.
+    static let jws = FuzzTarget(
+        name: "jws", summary: "CompactJWS.decode, then the payload decoders on what it decodes"
+    ) { bytes in
+        let token = String(decoding: bytes, as: UTF8.self)
+        guard let parts = try? CompactJWS.decode(token) else { return }
+        let text = Array(token.utf8)
+        check(text.starts(with: parts.signingInput), "the signing input is the start of the token")
+        check(text.count { $0 == UInt8(ascii: ".") } == 2, "a decoded token has exactly two dots")
+        decodePayloads(parts.payload)
+    }
+
+    /// Apple's payloads (transactions, renewal infos, notifications, app transactions, realtime requests), from
+    /// their JSON: the typed decoders, not the signatures.
+    static let payload = FuzzTarget(
+        name: "payload", summary: "the App Store payload decoders (transaction, renewal info, notification, ...)"
+    ) { bytes in
+        guard let value = try? JSONParser.parse(bytes) else { return }
+        decodePayloads(value)
+    }
+
+    /// The eligibility rule parser: a rule written back as JSON parses to the same rule.
+    static let rule = FuzzTarget(
+        name: "rule", summary: "EligibilityRule.parse, and a parsed rule written back and parsed again"
+    ) { bytes in
+        guard let value = try? JSONParser.parse(bytes), let rule = try? EligibilityRule.parse(value, path: "$") else {
+            return
+        }
+        check((try? EligibilityRule.parse(rule.json, path: "$")) == rule, "a rule written back parses to the same rule")
+    }
+
+    /// An app's catalog document (offers, limits, rules, retention): what it stores parses to the same document.
+    static let catalog = FuzzTarget(
+        name: "catalog", summary: "CatalogDocument.parse, and its stored JSON parsed again"
+    ) { bytes in
+        guard let document = try? CatalogDocument.parse(bytes) else { return }
+        check(
+            (try? CatalogDocument.parse(document.json))?.json == document.json,
+            "a catalog's stored JSON parses to the same catalog")
+    }
+
+    /// The configuration file: settings and apps, then the warnings `config check` prints. Paths resolve against a
+    /// folder that does not exist; parsing opens no file.
+    static let config = FuzzTarget(
+        name: "config", summary: "Configuration.parse (settings and apps) and its warnings"
+    ) { bytes in
+        guard let configuration = try? Configuration.parse(bytes, baseDirectory: "/nonexistent") else { return }
+        _ = configuration.warnings(at: 1_700_000_000_000)
+    }
+
+    /// The HTTP API's bodies: each request and response type reads the input, and what it reads is written back and
+    /// must read again to the same message.
+    static let wire = FuzzTarget(
+        name: "wire", summary: "the request and response bodies of the HTTP API, decoded and written back"
+    ) { bytes in
+        guard let value = try? JSONParser.parse(bytes) else { return }
+        roundTrip(PromotionalOfferRequest.self, value)
+        roundTrip(EligibilityRequest.self, value)
+        roundTrip(IntroductoryOfferEligibilityRequest.self, value)
+        roundTrip(NotificationRequest.self, value)
+        roundTrip(RealtimeRequestBody.self, value)
+        roundTrip(PromotionalOfferSignature.self, value)
+        roundTrip(EligibilityResponse.self, value)
+        roundTrip(IntroductoryOfferEligibilitySignature.self, value)
+        roundTrip(NotificationReceipt.self, value)
+        roundTrip(RealtimeResponseBody.self, value)
+        roundTrip(HealthResponse.self, value)
+        roundTrip(ReadinessResponse.self, value)
+        roundTrip(ErrorResponse.self, value)
+    }
+
+    private static func decodePayloads(_ value: JSONValue) {
+        _ = try? JWSTransactionPayload(json: value)
+        _ = try? JWSRenewalInfoPayload(json: value)
+        _ = try? NotificationPayload(json: value)
+        _ = try? AppTransactionPayload(json: value)
+        _ = try? RealtimeRequestPayload(json: value)
+    }
+
+    private static func roundTrip<Message: WireMessage>(_ type: Message.Type, _ value: JSONValue) {
+        guard let message = try? Message(json: value) else { return }
+        check((try? Message.decode(message.jsonBytes)) == message, "\(Message.self) written back reads the same")
+    }
+}
