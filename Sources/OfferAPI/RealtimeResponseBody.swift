@@ -1,6 +1,7 @@
 /// The answer to a Retention Messaging request (HTTP 200, Apple's `RealtimeResponseBody`): exactly one of a
 /// message, a switch to another plan, or a promotional offer, each shown with an App Store Connect message. Message
-/// identifiers are written in lowercase.
+/// identifiers are written in lowercase, and read in lowercase too, so an answer read back from what it wrote is
+/// equal to it.
 public enum RealtimeResponseBody: WireMessage {
     /// `{"message": {"messageIdentifier"}}`: a text message, optionally with an image.
     case message(messageIdentifier: String)
@@ -48,7 +49,7 @@ public enum RealtimeResponseBody: WireMessage {
             guard UUIDText.isValid(text) else {
                 throw WireError.field("\(member).messageIdentifier", "must be a UUID")
             }
-            return text
+            return text.lowercased()
         }
         switch present[0] {
         case "message":
