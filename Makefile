@@ -1,8 +1,10 @@
 # offer-signer: two commands do all the set-up on a fresh Debian machine.
 #   make run    installs what is missing, builds in release mode, serves the demo config
-#   make test   installs what is missing, starts a throwaway PostgreSQL cluster, runs the Swift tests, type-checks
-#               the StoreKit layer, builds the OfferKit example package and runs the interop suite (which runs the
-#               example), then stops the cluster, whether the steps passed or not
+#   make test   installs what is missing, runs a short smoke of each fuzz target, starts a throwaway PostgreSQL
+#               cluster, runs the Swift tests, type-checks the StoreKit layer, builds the OfferKit example package and
+#               runs the interop suite (which runs the example and schemathesis), then stops the cluster, whether the
+#               steps passed or not
+#   make fuzz   fuzzes each of the service's parsers for FUZZ_SECONDS (README.md, "Fuzzing")
 SHELL := /bin/bash
 .DEFAULT_GOAL := help
 
@@ -16,12 +18,14 @@ PORT ?= 8080
 CONFIG ?= Deploy/demo/offer-signer.json
 BIN := .build/release/offer-signer
 
-.PHONY: help deps build release run test test-steps test-swift test-interop lint format bench clean
+.PHONY: help deps build release run test test-steps test-swift test-interop lint format bench clean fuzz fuzz-build \
+	fuzz-smoke
 
 help:
 	@echo "make run     build (release) and serve $(CONFIG) on $(HOST):$(PORT)"
 	@echo "make test    run every test (Swift Testing, then the pytest interop suite)"
 	@echo "make bench   run the benchmarks"
+	@echo "make fuzz    fuzz each parser for FUZZ_SECONDS (default $(FUZZ_SECONDS)) into $(FUZZ_DIR)/"
 	@echo "make lint    swift format lint --strict"
 
 # The tests start their own throwaway clusters: installing Debian's postgresql must not create (and start) a
@@ -78,7 +82,8 @@ run: release
 EXAMPLE := Examples/OfferKitDemo
 # The example builds as an app would, with pkg-config blind: OfferKit needs none of the service's C libraries.
 BUILD_EXAMPLE := PKG_CONFIG_LIBDIR=/nonexistent PKG_CONFIG_PATH= swift build --package-path $(EXAMPLE)
-LINT_PATHS := Sources Tests Examples/OfferKitDemo/Sources Examples/OfferKitDemo/Package.swift Package.swift
+LINT_PATHS := Sources Tests Examples/OfferKitDemo/Sources Examples/OfferKitDemo/Package.swift Package.swift \
+	Fuzz/Sources Fuzz/Package.swift
 
 INTEROP := OFFER_SIGNER_BIN=$(CURDIR)/.build/debug/offer-signer \
 	OFFERKIT_DEMO_BIN=$(CURDIR)/$(EXAMPLE)/.build/debug/offerkit-demo $(VENV)/bin/python -m pytest -q Tests/Interop
@@ -86,6 +91,7 @@ INTEROP := OFFER_SIGNER_BIN=$(CURDIR)/.build/debug/offer-signer \
 test: deps $(VENV)/.installed
 	swift format lint --strict --recursive $(LINT_PATHS)
 	swift build
+	$(MAKE) --no-print-directory fuzz-smoke
 	$(WITH_POSTGRES) $(MAKE) --no-print-directory test-steps
 
 # The steps of `make test` that run with its PostgreSQL cluster.
@@ -122,5 +128,25 @@ bench:
 	  && $(WITH_POSTGRES) $(VENV)/bin/python Benchmarks/run.py --bin $(BIN); \
 	status=$$?; echo "make bench: $$(( $$(date +%s) - start )) s in all, build and installs included"; exit $$status
 
+# The fuzz targets (Fuzz/): a package of their own, built with libFuzzer and AddressSanitizer, so that `swift build`
+# never links them. `make fuzz` runs each for FUZZ_SECONDS into $(FUZZ_DIR)/TARGET/corpus (kept between runs, outside
+# git; crashes in $(FUZZ_DIR)/TARGET/crashes); `make test` runs each for FUZZ_SMOKE_SECONDS from the committed seeds
+# (Fuzz/Corpus) and fails on any crash.
+FUZZ_SECONDS ?= 60
+FUZZ_SMOKE_SECONDS ?= 3
+FUZZ_DIR ?= .fuzz
+FUZZ_TARGETS ?=
+FUZZ_ENV := FUZZ_DIR=$(abspath $(FUZZ_DIR))
+
+# ld.gold's warning "Cannot export local symbol '__asan_extra_spill_area'" is harmless.
+fuzz-build: deps
+	swift build --package-path Fuzz -c release -Xswiftc -sanitize=fuzzer,address
+
+fuzz: fuzz-build
+	$(FUZZ_ENV) bash Scripts/fuzz.sh run $(FUZZ_SECONDS) $(FUZZ_TARGETS)
+
+fuzz-smoke: fuzz-build
+	$(FUZZ_ENV) bash Scripts/fuzz.sh smoke $(FUZZ_SMOKE_SECONDS) $(FUZZ_TARGETS)
+
 clean:
-	rm -rf .build $(EXAMPLE)/.build $(VENV)
+	rm -rf .build $(EXAMPLE)/.build Fuzz/.build $(VENV)
