@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Runs the libFuzzer targets of the Fuzz package (Fuzz/README.md) one after the other; `make fuzz` and the smoke in
-# `make test` call it once `make fuzz-build` has built them.
+# Runs the libFuzzer targets of the Fuzz package (README.md, "Fuzzing") one after the other; `make fuzz` and the
+# smoke in `make test` call it once they have built them (FUZZ_CONFIGURATION: release, the default, or debug).
 #   fuzz.sh run SECONDS [TARGET...]    fuzzes each target for SECONDS into its working corpus, $FUZZ_DIR/TARGET/corpus
 #                                      (outside git), with the committed seeds in Fuzz/Corpus/TARGET read as well
 #   fuzz.sh smoke SECONDS [TARGET...]  runs each target for SECONDS from the committed seeds only, into a corpus
@@ -10,7 +10,7 @@
 # status is 1 once every target has run. libFuzzer's own output is in $FUZZ_DIR/TARGET/last.log.
 set -uo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
-bin="$root/Fuzz/.build/release/offer-signer-fuzz"
+bin="$root/Fuzz/.build/${FUZZ_CONFIGURATION:-release}/offer-signer-fuzz"
 fuzz_dir="${FUZZ_DIR:-$root/.fuzz}"
 mode="${1:-}"
 seconds="${2:-}"
@@ -20,7 +20,7 @@ if [[ "$mode" != run && "$mode" != smoke ]] || ! [[ "$seconds" =~ ^[1-9][0-9]*$ 
 fi
 shift 2
 if [[ ! -x "$bin" ]]; then
-    echo "fuzz.sh: $bin is not built: run \`make fuzz-build\`" >&2
+    echo "fuzz.sh: $bin is not built: \`make fuzz-build\` builds it (release), \`make fuzz-smoke\` in debug" >&2
     exit 2
 fi
 if (($# > 0)); then targets=("$@"); else read -r -a targets <<<"$("$bin" --list)"; fi
