@@ -138,17 +138,18 @@ FUZZ_SMOKE_SECONDS ?= 3
 FUZZ_DIR ?= .fuzz
 FUZZ_TARGETS ?=
 FUZZ_ENV := FUZZ_DIR=$(abspath $(FUZZ_DIR))
-# ld.gold's warning "Cannot export local symbol '__asan_extra_spill_area'" is harmless.
-FUZZ_BUILD := swift build --package-path Fuzz -Xswiftc -sanitize=fuzzer,address
+# ld.gold's warnings "Cannot export local symbol '__asan_...'" are harmless: left out of the output.
+FUZZ_BUILD = set -o pipefail; swift build --package-path Fuzz -Xswiftc -sanitize=fuzzer,address -c $(1) 2>&1 \
+	| { grep -v "Cannot export local symbol" || true; }
 
 fuzz-build: deps
-	$(FUZZ_BUILD) -c release
+	$(call FUZZ_BUILD,release)
 
 fuzz: fuzz-build
 	$(FUZZ_ENV) bash Scripts/fuzz.sh run $(FUZZ_SECONDS) $(FUZZ_TARGETS)
 
 fuzz-smoke: deps
-	$(FUZZ_BUILD) -c debug
+	$(call FUZZ_BUILD,debug)
 	$(FUZZ_ENV) FUZZ_CONFIGURATION=debug bash Scripts/fuzz.sh smoke $(FUZZ_SMOKE_SECONDS) $(FUZZ_TARGETS)
 
 clean:
