@@ -83,8 +83,11 @@ public struct PathPattern: Sendable, Hashable, CustomStringConvertible {
     /// A request path, cut into its segments only if a pattern with parameters asks, and then once for all.
     struct Path {
         let text: String
+        /// Split at each "/" scalar, not between Characters: a segment starting with a combining mark (U+0301)
+        /// makes one Character with the slash before it, which a Character split would not cut.
         private(set) lazy var parts: ArraySlice<Substring> =
-            text.split(separator: "/", omittingEmptySubsequences: false).dropFirst()
+            ArraySlice(text.unicodeScalars.split(separator: "/", omittingEmptySubsequences: false).map(Substring.init))
+            .dropFirst()
 
         init(_ path: String) { text = path }
     }
