@@ -762,11 +762,36 @@ def ledger_commit_figures(port: int) -> dict[str, float]:
             raise BenchError(f"GET /metrics: status {response.status}")
     finally:
         connection.close()
-    figures = {}
+    figures: dict = {}
     for key, name in LEDGER_COMMIT_FIGURES.items():
         values = re.findall(rf"^{name}(?:\{{[^}}]*\}})? (\S+)$", text, re.MULTILINE)
         figures[key] = sum(float(value) for value in values)
+    # The commit time histogram: the cumulative count at or under each bound (seconds; inf for +Inf).
+    buckets: dict[float, float] = {}
+    for bound, value in re.findall(r'^offer_signer_ledger_commit_seconds_bucket\{[^}]*le="([^"]+)"\} (\S+)$', text,
+                                   re.MULTILINE):
+        key = float("inf") if bound == "+Inf" else float(bound)
+        buckets[key] = buckets.get(key, 0.0) + float(value)
+    figures["buckets"] = buckets
     return figures
+
+
+def histogram_quantile(quantile: float, before: dict[float, float], after: dict[float, float]) -> float | None:
+    """The `quantile` of what a cumulative histogram counted between two reads, interpolated linearly within its
+    bucket as Prometheus's histogram_quantile does (the last finite bound where it falls in +Inf); None when empty."""
+    bounds = sorted(after)
+    counts = [after[bound] - before.get(bound, 0.0) for bound in bounds]
+    if not counts or counts[-1] <= 0:
+        return None
+    rank = quantile * counts[-1]
+    lower_bound, lower_count = 0.0, 0.0
+    for bound, count in zip(bounds, counts):
+        if count >= rank:
+            if bound == float("inf"):
+                return lower_bound
+            return lower_bound + (bound - lower_bound) * (rank - lower_count) / (count - lower_count or 1)
+        lower_bound, lower_count = bound, count
+    return lower_bound
 
 
 def settled_counts(port: int) -> dict:
@@ -925,6 +950,9 @@ def run_wrk(args: argparse.Namespace, port: int, scenario: Scenario, directory: 
             "meanGroup": (commits_after["records"] - commits_before["records"]) / commits,
             "meanCommitMs": (commits_after["microseconds"] - commits_before["microseconds"]) / commits / 1000,
         }
+        p99 = histogram_quantile(0.99, commits_before["buckets"], commits_after["buckets"])
+        if p99 is not None:
+            result["ledgerCommits"]["p99CommitMs"] = p99 * 1000
 
     # Statuses, exactly: wrk counts only >= 400, so the server's own counters are checked too.
     after_counts = request_counts(port)
@@ -1499,6 +1527,7 @@ def print_table(results: dict, baseline_sign: float) -> None:
             print(
                 f"  {result['label'][:60]:<60} {figures['commits']:>7} commits  {figures['meanGroup']:>5.1f} per group  "
                 f"{figures['meanCommitMs']:>6.2f} ms each"
+                + (f", p99 {figures['p99CommitMs']:.2f} ms" if "p99CommitMs" in figures else "")
             )
     for result in results.values():
         errors = {name: count for name, count in result["socketErrors"].items() if count}
@@ -1592,12 +1621,12 @@ def targets(results: dict, cpu_floors: dict) -> list[dict]:
             add(f"p99 at half load, {results[key.removesuffix('_half')]['label']} (ms)", results[key]["p99Ms"], 2.0,
                 f"{results[key]['p99Ms']:.2f} ms")
     if "sqlite_limited_half" in results:
-        commit = results.get("sqlite_limited", {}).get("ledgerCommits", {}).get("meanCommitMs")
+        # The commits' own p99 during the same half-load run, from the server's commit time histogram.
+        commit = results["sqlite_limited_half"].get("ledgerCommits", {}).get("p99CommitMs")
         if commit is not None:
-            # /metrics has the commits' mean time, not their p99: the target is read against the mean.
-            add("p99 at half load, limited offer on SQLite (ms; limit: mean commit + 2 ms)",
+            add("p99 at half load, limited offer on SQLite (ms; limit: the run's commit p99 + 2 ms)",
                 results["sqlite_limited_half"]["p99Ms"], commit + 2.0,
-                f"{results['sqlite_limited_half']['p99Ms']:.2f} ms (commit {commit:.2f} ms)")
+                f"{results['sqlite_limited_half']['p99Ms']:.2f} ms (commit p99 {commit:.2f} ms)")
     # The RSS target is for `"storage": "none"`: the first server's scenarios.
     peaks = [result["peakRssKiB"] for key, result in results.items()
              if key.removesuffix("_half") in NO_LEDGER_KEYS and result.get("peakRssKiB")]
