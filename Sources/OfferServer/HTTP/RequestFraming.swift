@@ -81,9 +81,10 @@ private func inspectHeader(
 }
 
 /// The type of `MHD_OPTION_UNESCAPE_CALLBACK`'s function (0.9.75's header names none).
-typealias UnescapeCallback = @convention(c) (
-    UnsafeMutableRawPointer?, OpaquePointer?, UnsafeMutablePointer<CChar>?
-) -> Int
+typealias UnescapeCallback =
+    @convention(c) (
+        UnsafeMutableRawPointer?, OpaquePointer?, UnsafeMutablePointer<CChar>?
+    ) -> Int
 
 /// libmicrohttpd's unescape callback, given for the path and the query string's names and values: it decodes
 /// nothing, so the router sees the path as the client sent it (`/%6detrics` is not `/metrics`, and `%00` does not

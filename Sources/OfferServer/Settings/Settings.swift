@@ -92,7 +92,8 @@ public struct Settings: Sendable {
     /// otherwise `defaultConnectionsPerAddress`, or no limit when `rateLimit.clientAddressHeader` is set (behind a
     /// proxy every client comes from the proxy's address; the proxy limits its clients).
     public var connectionsPerAddress: Int {
-        listen.maxConnectionsPerAddress ?? (rateLimit?.clientAddressHeader == nil ? Self.defaultConnectionsPerAddress : 0)
+        listen.maxConnectionsPerAddress
+            ?? (rateLimit?.clientAddressHeader == nil ? Self.defaultConnectionsPerAddress : 0)
     }
 
     /// The per-address limit when none is set: 1/16 of the default `maxConnections`, so one address cannot hold more
