@@ -52,6 +52,7 @@ enum ServeCommand {
         var limits = HTTPServerLimits()
         limits.threads = settings.listen.threads
         limits.maxConnections = settings.listen.maxConnections
+        limits.maxConnectionsPerAddress = settings.connectionsPerAddress
         limits.idleTimeoutSeconds = settings.listen.idleTimeoutSeconds
         limits.recordsClientAddress = settings.rateLimit != nil
         if let header = settings.rateLimit?.clientAddressHeader { limits.forwardedHeaders.append(header) }

@@ -192,6 +192,30 @@ struct ConfigurationTests {
         }
     }
 
+    @Test(
+        "connections per address: 64 by default, none by default behind a proxy header, the setting wins",
+        arguments: [
+            (#""listen": {"port": 0}"#, 64),
+            (#""rateLimit": {"requestsPerMinute": 60}"#, 64),
+            (#""rateLimit": {"requestsPerMinute": 60, "clientAddressHeader": "X-Forwarded-For"}"#, 0),
+            (
+                #""listen": {"maxConnectionsPerAddress": 16}, "rateLimit": {"requestsPerMinute": 60, "clientAddressHeader": "X-Forwarded-For"}"#,
+                16
+            ),
+            (#""listen": {"maxConnectionsPerAddress": 0}"#, 0),
+        ])
+    func connectionsPerAddress(members: String, expected: Int) throws {
+        let app =
+            #"{"bundleId": "b", "issuerId": "57246542-96fe-1a63-e053-0824d011072a", "keys": [{"keyId": "K", "privateKeyFile": "k"}], "offers": []}"#
+        let config = try parse("{" + members + #", "apps": ["# + app + "]}")
+        #expect(config.settings.connectionsPerAddress == expected)
+        #expect {
+            _ = try parse(#"{"listen": {"maxConnectionsPerAddress": -1}, "apps": ["# + app + "]}")
+        } throws: { error in
+            (error as? ConfigErrors)?.errors.contains { $0.path == "$.listen.maxConnectionsPerAddress" } == true
+        }
+    }
+
     @Test("several mistakes are reported together")
     func manyMistakes() {
         #expect {
