@@ -57,7 +57,7 @@ let package = Package(
         // `make bench`'s raw-crypto floor: the service's own ES256 sign and verify calls in a loop.
         .executableTarget(name: "offer-signer-bench-crypto", dependencies: ["OfferAPI", "OfferCore", "OfferCrypto"]),
         .testTarget(name: "OfferAPITests", dependencies: ["OfferAPI"]),
-        .testTarget(name: "OfferCryptoTests", dependencies: ["OfferCrypto", "OfferTesting"]),
+        .testTarget(name: "OfferCryptoTests", dependencies: ["OfferCrypto", "OfferTesting", "CPKCS11"]),
         .testTarget(name: "OfferCoreTests", dependencies: ["OfferAPI", "OfferCore", "OfferCrypto", "OfferTesting"]),
         .testTarget(
             name: "OfferServerTests",
