@@ -52,8 +52,10 @@ public struct PKCS11KeyReference: Sendable, Equatable, CustomStringConvertible {
             guard let value = getenv(name) else {
                 throw CryptoError(.pkcs11PINMissing, "\(uri): environment variable \(name) (the PIN) is not set")
             }
-            bytes = Array(UnsafeBufferPointer(start: UnsafeRawPointer(value).assumingMemoryBound(to: UInt8.self),
-                count: strlen(value)))
+            bytes = Array(
+                UnsafeBufferPointer(
+                    start: UnsafeRawPointer(value).assumingMemoryBound(to: UInt8.self),
+                    count: strlen(value)))
         }
         while let last = bytes.last, last == UInt8(ascii: "\n") || last == UInt8(ascii: "\r") {
             bytes.removeLast()

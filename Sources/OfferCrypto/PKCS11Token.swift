@@ -32,7 +32,8 @@ struct PKCS11Token: Sendable {
             guard functions.C_GetTokenInfo(slot, &info) == CKR_OK else { continue }
             let label = padded(info.label)
             labels.append(label)
-            if uri.token.map({ $0 == label }) ?? true, uri.manufacturer.map({ $0 == padded(info.manufacturerID) }) ?? true,
+            if uri.token.map({ $0 == label }) ?? true,
+                uri.manufacturer.map({ $0 == padded(info.manufacturerID) }) ?? true,
                 uri.model.map({ $0 == padded(info.model) }) ?? true,
                 uri.serial.map({ $0 == padded(info.serialNumber) }) ?? true
             {
@@ -80,7 +81,9 @@ struct PKCS11Token: Sendable {
     func login(session: CK_SESSION_HANDLE, reference: PKCS11KeyReference) throws(CryptoError) {
         var pin = try reference.readPIN()
         defer { pin.withUnsafeMutableBytes { if let base = $0.baseAddress { memset(base, 0, $0.count) } } }
-        let rv = pin.withUnsafeMutableBufferPointer { functions.C_Login(session, CK_USER_TYPE(CKU_USER), $0.baseAddress, CK_ULONG($0.count)) }
+        let rv = pin.withUnsafeMutableBufferPointer {
+            functions.C_Login(session, CK_USER_TYPE(CKU_USER), $0.baseAddress, CK_ULONG($0.count))
+        }
         switch rv {
         case CKR_OK, CKR_USER_ALREADY_LOGGED_IN: return
         case CKR_PIN_INCORRECT, CKR_PIN_INVALID, CKR_PIN_LEN_RANGE:
@@ -93,7 +96,9 @@ struct PKCS11Token: Sendable {
     }
 
     /// The objects of `objectClass` with the URI's label and ID.
-    func objects(session: CK_SESSION_HANDLE, class objectClass: CK_OBJECT_CLASS) throws(CryptoError)
+    func objects(
+        session: CK_SESSION_HANDLE, class objectClass: CK_OBJECT_CLASS
+    ) throws(CryptoError)
         -> [CK_OBJECT_HANDLE]
     {
         var template: [PKCS11Attribute] = [.init(CKA_CLASS, ulong: objectClass)]
@@ -102,7 +107,9 @@ struct PKCS11Token: Sendable {
         return try objects(session: session, matching: template)
     }
 
-    func objects(session: CK_SESSION_HANDLE, matching template: [PKCS11Attribute]) throws(CryptoError)
+    func objects(
+        session: CK_SESSION_HANDLE, matching template: [PKCS11Attribute]
+    ) throws(CryptoError)
         -> [CK_OBJECT_HANDLE]
     {
         var rv = PKCS11Attribute.withTemplate(template) { functions.C_FindObjectsInit(session, $0, $1) }
@@ -134,7 +141,9 @@ struct PKCS11Token: Sendable {
         return Array(value.prefix(Int(attribute.ulValueLen)))
     }
 
-    func createObject(session: CK_SESSION_HANDLE, _ template: [PKCS11Attribute], what: String) throws(CryptoError)
+    func createObject(
+        session: CK_SESSION_HANDLE, _ template: [PKCS11Attribute], what: String
+    ) throws(CryptoError)
         -> CK_OBJECT_HANDLE
     {
         var object: CK_OBJECT_HANDLE = 0
@@ -149,8 +158,7 @@ struct PKCS11Token: Sendable {
 
     /// ECDSA (`CKM_ECDSA`) over a digest the caller computed: SoftHSM and many HSMs have no ECDSA-with-SHA-256
     /// mechanism, and hashing in the process costs nothing the token need see. Returns `r||s`.
-    func sign(session: CK_SESSION_HANDLE, key: CK_OBJECT_HANDLE, digest: [UInt8]) -> (signature: [UInt8], rv: CK_RV)
-    {
+    func sign(session: CK_SESSION_HANDLE, key: CK_OBJECT_HANDLE, digest: [UInt8]) -> (signature: [UInt8], rv: CK_RV) {
         var mechanism = CK_MECHANISM(mechanism: CK_MECHANISM_TYPE(CKM_ECDSA), pParameter: nil, ulParameterLen: 0)
         var rv = functions.C_SignInit(session, &mechanism, key)
         guard rv == CKR_OK else { return ([], rv) }
@@ -203,7 +211,8 @@ struct PKCS11Attribute: Sendable {
             attribute.value.withUnsafeBytes { if let base = $0.baseAddress { memcpy(start, base, $0.count) } }
             template.append(
                 CK_ATTRIBUTE(
-                    type: CK_ATTRIBUTE_TYPE(attribute.type), pValue: start, ulValueLen: CK_ULONG(attribute.value.count)))
+                    type: CK_ATTRIBUTE_TYPE(attribute.type), pValue: start, ulValueLen: CK_ULONG(attribute.value.count))
+            )
             offset += attribute.value.count
         }
         return template.withUnsafeMutableBufferPointer { body($0.baseAddress!, CK_ULONG($0.count)) }

@@ -28,7 +28,8 @@ extension SigningKey {
         let publicKey: OpaquePointer
         do {
             try token.login(session: anchor, reference: reference)
-            object = try Self.single(token.objects(session: anchor, class: CK_OBJECT_CLASS(CKO_PRIVATE_KEY)), "private key", uri)
+            object = try Self.single(
+                token.objects(session: anchor, class: CK_OBJECT_CLASS(CKO_PRIVATE_KEY)), "private key", uri)
             let ecKey = withUnsafeBytes(of: CK_ULONG(CKK_EC)) { Array($0) }
             guard token.attribute(session: anchor, object: object, CKA_KEY_TYPE) == ecKey else {
                 throw CryptoError(.wrongCurve, "\(uri): not an elliptic-curve key; App Store keys are P-256 (ES256)")
@@ -123,7 +124,9 @@ extension SigningKey {
         scalar.withUnsafeMutableBytes { if let base = $0.baseAddress { memset(base, 0, $0.count) } }
     }
 
-    private static func single(_ objects: [CK_OBJECT_HANDLE], _ what: String, _ uri: PKCS11URI) throws(CryptoError)
+    private static func single(
+        _ objects: [CK_OBJECT_HANDLE], _ what: String, _ uri: PKCS11URI
+    ) throws(CryptoError)
         -> CK_OBJECT_HANDLE
     {
         guard objects.count == 1, let object = objects.first else {

@@ -73,7 +73,9 @@ struct PKCS11KeyTests {
         let results = Mutex<[Bool]>([])
         DispatchQueue.concurrentPerform(iterations: 64) { index in
             let message = Array("message \(index)".utf8)
-            let valid = (try? token.signatureRaw(for: message)).map { publicKey.isValidSignature(raw: $0, for: message) }
+            let valid = (try? token.signatureRaw(for: message)).map {
+                publicKey.isValidSignature(raw: $0, for: message)
+            }
             results.withLock { $0.append(valid ?? false) }
         }
         #expect(results.withLock { $0 }.count == 64)
@@ -127,7 +129,8 @@ struct PKCS11KeyTests {
         #expect(
             throws: CryptoError(
                 .pkcs11KeyNotFound,
-                "pkcs11:token=\(SoftHSMToken.main);object=nosuchkey: no private key with this label and ID in the token")
+                "pkcs11:token=\(SoftHSMToken.main);object=nosuchkey: no private key with this label and ID in the token"
+            )
         ) { try SigningKey(pkcs11: hsm.reference("nosuchkey")) }
     }
 

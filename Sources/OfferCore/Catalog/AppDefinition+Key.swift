@@ -63,7 +63,9 @@ extension AppDefinition {
             case (.some, .some):
                 errors.append(ConfigError(path: path, "give either \"privateKeyFile\" or \"pkcs11\", not both"))
             case (let file?, nil):
-                for (member, given) in [("pkcs11Module", module), ("pinFile", pinFile), ("pinEnvironment", pinEnvironment)]
+                for (member, given) in [
+                    ("pkcs11Module", module), ("pinFile", pinFile), ("pinEnvironment", pinEnvironment),
+                ]
                 where given != nil {
                     errors.append(
                         ConfigError(path: "\(path).\(member)", "applies only to a key in a token (\"pkcs11\")"))
@@ -76,7 +78,8 @@ extension AppDefinition {
             case (nil, nil):
                 errors.append(
                     ConfigError(
-                        path: "\(path).privateKeyFile", "is required (or \"pkcs11\" for a key kept in a PKCS#11 token)"))
+                        path: "\(path).privateKeyFile", "is required (or \"pkcs11\" for a key kept in a PKCS#11 token)")
+                )
             }
             reader.finish(into: &errors)
             guard let keyId, let location else { return nil }
@@ -97,7 +100,8 @@ extension AppDefinition {
                 errors.append(
                     ConfigError(
                         path: "\(path).pkcs11Module",
-                        "is required with \"pkcs11\": the token's PKCS#11 library, like /usr/lib/softhsm/libsofthsm2.so"))
+                        "is required with \"pkcs11\": the token's PKCS#11 library, like /usr/lib/softhsm/libsofthsm2.so"
+                    ))
             }
             var pin: PKCS11KeyReference.PINSource?
             switch (pinFile, pinEnvironment) {
