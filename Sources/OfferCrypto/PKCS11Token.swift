@@ -107,6 +107,23 @@ struct PKCS11Token: Sendable {
         return try objects(session: session, matching: template)
     }
 
+    /// The one object of `objectClass` with the URI's label and ID; none or several is an error naming `what`.
+    func onlyObject(
+        session: CK_SESSION_HANDLE, class objectClass: CK_OBJECT_CLASS, _ what: String
+    )
+        throws(CryptoError) -> CK_OBJECT_HANDLE
+    {
+        let found = try objects(session: session, class: objectClass)
+        guard found.count == 1, let object = found.first else {
+            throw CryptoError(
+                .pkcs11KeyNotFound,
+                found.isEmpty
+                    ? "\(uri): no \(what) with this label and ID in the token"
+                    : "\(uri): \(found.count) \(what) objects match; add id= to the URI")
+        }
+        return object
+    }
+
     func objects(
         session: CK_SESSION_HANDLE, matching template: [PKCS11Attribute]
     ) throws(CryptoError)
@@ -158,10 +175,14 @@ struct PKCS11Token: Sendable {
 
     /// ECDSA (`CKM_ECDSA`) over a digest the caller computed: SoftHSM and many HSMs have no ECDSA-with-SHA-256
     /// mechanism, and hashing in the process costs nothing the token need see. Returns `r||s`.
-    func sign(session: CK_SESSION_HANDLE, key: CK_OBJECT_HANDLE, digest: [UInt8]) -> (signature: [UInt8], rv: CK_RV) {
+    func sign(
+        session: CK_SESSION_HANDLE, key: CK_OBJECT_HANDLE, digest: [UInt8]
+    ) -> (
+        signature: [UInt8], rv: CK_RV, call: String
+    ) {
         var mechanism = CK_MECHANISM(mechanism: CK_MECHANISM_TYPE(CKM_ECDSA), pParameter: nil, ulParameterLen: 0)
         var rv = functions.C_SignInit(session, &mechanism, key)
-        guard rv == CKR_OK else { return ([], rv) }
+        guard rv == CKR_OK else { return ([], rv, "C_SignInit") }
         var signature = [UInt8](repeating: 0, count: 132)
         var length = CK_ULONG(signature.count)
         var input = digest
@@ -170,8 +191,8 @@ struct PKCS11Token: Sendable {
                 functions.C_Sign(session, input.baseAddress, CK_ULONG(input.count), output.baseAddress, &length)
             }
         }
-        guard rv == CKR_OK else { return ([], rv) }
-        return (Array(signature.prefix(Int(length))), rv)
+        guard rv == CKR_OK else { return ([], rv, "C_Sign") }
+        return (Array(signature.prefix(Int(length))), rv, "C_Sign")
     }
 }
 

@@ -28,8 +28,7 @@ extension SigningKey {
         let publicKey: OpaquePointer
         do {
             try token.login(session: anchor, reference: reference)
-            object = try Self.single(
-                token.objects(session: anchor, class: CK_OBJECT_CLASS(CKO_PRIVATE_KEY)), "private key", uri)
+            object = try token.onlyObject(session: anchor, class: CK_OBJECT_CLASS(CKO_PRIVATE_KEY), "private key")
             let ecKey = withUnsafeBytes(of: CK_ULONG(CKK_EC)) { Array($0) }
             guard token.attribute(session: anchor, object: object, CKA_KEY_TYPE) == ecKey else {
                 throw CryptoError(.wrongCurve, "\(uri): not an elliptic-curve key; App Store keys are P-256 (ES256)")
@@ -37,8 +36,8 @@ extension SigningKey {
             guard token.attribute(session: anchor, object: object, CKA_EC_PARAMS) == Self.p256Parameters else {
                 throw CryptoError(.wrongCurve, "\(uri): the key is not on P-256 as ES256 requires")
             }
-            let publicObject = try Self.single(
-                token.objects(session: anchor, class: CK_OBJECT_CLASS(CKO_PUBLIC_KEY)), "public key", uri)
+            let publicObject = try token.onlyObject(
+                session: anchor, class: CK_OBJECT_CLASS(CKO_PUBLIC_KEY), "public key")
             guard let encoded = token.attribute(session: anchor, object: publicObject, CKA_EC_POINT),
                 let point = Self.uncompressedPoint(encoded)
             else {
@@ -59,7 +58,8 @@ extension SigningKey {
             token.closeSession(anchor)
             throw error
         }
-        try self.init(token: TokenKey(token: token, object: object, anchor: anchor), publicKey: publicKey)
+        try self.init(
+            token: TokenKey(token: token, reference: reference, object: object, anchor: anchor), publicKey: publicKey)
         let probe = Array("offer-signer: the token's key signs and its public key verifies".utf8)
         guard try self.publicKey.isValidSignature(raw: signatureRaw(for: probe), for: probe) else {
             throw CryptoError(.invalidKey, "\(uri): the public key object does not match the private key")
@@ -122,21 +122,6 @@ extension SigningKey {
             throw error
         }
         scalar.withUnsafeMutableBytes { if let base = $0.baseAddress { memset(base, 0, $0.count) } }
-    }
-
-    private static func single(
-        _ objects: [CK_OBJECT_HANDLE], _ what: String, _ uri: PKCS11URI
-    ) throws(CryptoError)
-        -> CK_OBJECT_HANDLE
-    {
-        guard objects.count == 1, let object = objects.first else {
-            throw CryptoError(
-                .pkcs11KeyNotFound,
-                objects.isEmpty
-                    ? "\(uri): no \(what) with this label and ID in the token"
-                    : "\(uri): \(objects.count) \(what) objects match; add id= to the URI")
-        }
-        return object
     }
 
     /// The 65-byte uncompressed point from `CKA_EC_POINT`: DER OCTET STRING as the standard says, or bare as

@@ -134,7 +134,8 @@ func run(_ arguments: [String]) throws {
     var serialized = false
     if arguments[0].hasPrefix("sign-") {
         guard arguments.count == 3 || (arguments.count == 4 && arguments[0] == "sign-pkcs11"),
-            let count = Int(arguments[2]), (1...64).contains(count), arguments.count == 3 || arguments[3] == "serialized"
+            let count = Int(arguments[2]), (1...64).contains(count),
+            arguments.count == 3 || arguments[3] == "serialized"
         else { throw BenchCryptoError.usage(usage) }
         threads = count
         serialized = arguments.count == 4

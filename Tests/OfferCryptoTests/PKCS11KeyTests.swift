@@ -55,6 +55,21 @@ struct PKCS11KeyTests {
         #expect(token.attribute(session: session, object: object, UInt(CKA_VALUE)) == nil)
     }
 
+    @Test("after the token logs the process out (an HSM restart), the next signature logs in again and succeeds")
+    func logsInAgain() throws {
+        let hsm = try SoftHSMToken.require()
+        let file = try SigningKey.generate()
+        let reference = hsm.reference(SoftHSMToken.uniqueLabel(), token: SoftHSMToken.logoutTest)
+        try file.importIntoToken(reference)
+        let key = try SigningKey(pkcs11: reference)
+        let token = try PKCS11Token.find(uri: reference.uri, module: try PKCS11Module.open(path: SoftHSMToken.module))
+        let session = try token.openSession()
+        defer { token.closeSession(session) }
+        #expect(token.module.functions.pointee.C_Logout(session) == CKR_OK)
+        let message = Array("after logout".utf8)
+        #expect(try file.publicKey.isValidSignature(raw: key.signatureRaw(for: message), for: message))
+    }
+
     @Test("the token key cannot be written out as PKCS#8")
     func noExport() throws {
         let hsm = try SoftHSMToken.require()

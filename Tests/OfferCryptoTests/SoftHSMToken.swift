@@ -3,14 +3,16 @@ import Foundation
 @testable import OfferCrypto
 
 /// SoftHSM tokens made for this test process: a temporary token directory, `SOFTHSM2_CONF` pointing at it (set
-/// before the module is first initialised, which happens once per process), and two tokens: `main` for the tests
-/// that log in, `pin` for the wrong-PIN test alone (a token stays logged in while any of this process's sessions
-/// is open, so a wrong PIN is only refused on a token nobody logged in to).
+/// before the module is first initialised, which happens once per process), and three tokens: `main` for the
+/// tests that log in, `pinTest` for the wrong-PIN test alone (a token stays logged in while any of this process's
+/// sessions is open, so a wrong PIN is only refused on a token nobody logged in to), `logoutTest` for the test that
+/// logs the whole process out of its token.
 struct SoftHSMToken: Sendable {
     static let module = "/usr/lib/softhsm/libsofthsm2.so"
     static let pin = "swift-test-pin-4821"
     static let main = "swift-test"
     static let pinTest = "swift-pin-test"
+    static let logoutTest = "swift-logout-test"
 
     /// The directory holding the configuration, the tokens and the PIN file.
     let directory: String
@@ -31,7 +33,7 @@ struct SoftHSMToken: Sendable {
         try "directories.tokendir = \(directory.path)/tokens\nobjectstore.backend = file\nlog.level = ERROR\n"
             .write(to: conf, atomically: true, encoding: .utf8)
         setenv("SOFTHSM2_CONF", conf.path, 1)
-        for label in [main, pinTest] {
+        for label in [main, pinTest, logoutTest] {
             let process = Process()
             process.executableURL = URL(fileURLWithPath: "/usr/bin/softhsm2-util")
             process.arguments = ["--init-token", "--free", "--label", label, "--pin", pin, "--so-pin", "5678"]
