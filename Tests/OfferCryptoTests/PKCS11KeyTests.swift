@@ -11,7 +11,7 @@ struct PKCS11KeyTests {
     func importedKey(_ hsm: SoftHSMToken) throws -> (file: SigningKey, token: SigningKey, label: String) {
         let file = try SigningKey.generate()
         let label = SoftHSMToken.uniqueLabel()
-        try file.importIntoToken(hsm.reference(label))
+        try hsm.importKey(file, hsm.reference(label))
         return (file, try SigningKey(pkcs11: hsm.reference(label)), label)
     }
 
@@ -60,7 +60,7 @@ struct PKCS11KeyTests {
         let hsm = try SoftHSMToken.require()
         let file = try SigningKey.generate()
         let reference = hsm.reference(SoftHSMToken.uniqueLabel(), token: SoftHSMToken.logoutTest)
-        try file.importIntoToken(reference)
+        try hsm.importKey(file, reference)
         let key = try SigningKey(pkcs11: reference)
         let token = try PKCS11Token.find(uri: reference.uri, module: try PKCS11Module.open(path: SoftHSMToken.module))
         let session = try token.openSession()
@@ -107,7 +107,7 @@ struct PKCS11KeyTests {
                 .pkcs11KeyExists,
                 "pkcs11:token=\(SoftHSMToken.main);object=\(label): the token already holds an object with this "
                     + "label \"\(label)\"; choose another object= (and id=) or delete that object first")
-        ) { try second.importIntoToken(hsm.reference(label)) }
+        ) { try hsm.importKey(second, hsm.reference(label)) }
         #expect(try SigningKey(pkcs11: hsm.reference(label)).publicKey.spkiDER() == file.publicKey.spkiDER())
     }
 
