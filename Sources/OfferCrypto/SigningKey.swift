@@ -7,15 +7,29 @@ import COpenSSL
 /// gives each context to one signature at a time.
 /// The type deliberately has no way to print or export the private key except `pkcs8PEM()`,
 /// which only the key generator uses.
+///
+/// The private key may also stay in a PKCS#11 token (`init(pkcs11:)`): then `token` signs, `pkey` holds only the
+/// public key, and the signing calls are the same for the caller.
 public final class SigningKey: @unchecked Sendable {
     let pkey: OpaquePointer
     /// Signing contexts set up once and used again (`KeyContexts`); freed before the key.
     private let contexts: KeyContexts
+    /// The token holding the private key, for a key that never enters the process; `nil` for a key in `pkey`.
+    let token: TokenKey?
 
     private init(taking pkey: OpaquePointer) throws {
         self.pkey = pkey
         contexts = KeyContexts(key: pkey, operation: .sign)
+        token = nil
         try Self.requireP256(pkey)
+    }
+
+    /// A key whose private half is `token`'s; `publicKey` is its public half (P-256, checked).
+    init(token: TokenKey, publicKey: OpaquePointer) throws {
+        self.pkey = publicKey
+        contexts = KeyContexts(key: publicKey, operation: .sign)
+        self.token = token
+        try Self.requireP256(publicKey)
     }
 
     deinit { EVP_PKEY_free(pkey) }
@@ -82,6 +96,7 @@ public final class SigningKey: @unchecked Sendable {
     private init(unchecked pkey: OpaquePointer) {
         self.pkey = pkey
         contexts = KeyContexts(key: pkey, operation: .sign)
+        token = nil
     }
 
     /// The curve's name as OpenSSL reports it (`prime256v1` for P-256).
@@ -89,6 +104,7 @@ public final class SigningKey: @unchecked Sendable {
 
     /// The private key as PKCS#8 PEM. Used only to write a freshly generated key to a 0600 file.
     public func pkcs8PEM() throws -> [UInt8] {
+        if let token { throw CryptoError(.invalidKey, "\(token.token.uri): the key stays in its PKCS#11 token") }
         guard let bio = BIO_new(BIO_s_mem()) else { throw CryptoError(.internalFailure, "cannot allocate a BIO") }
         defer { BIO_free(bio) }
         guard PEM_write_bio_PrivateKey(bio, pkey, nil, nil, 0, nil, nil) == 1 else {
@@ -112,6 +128,7 @@ public final class SigningKey: @unchecked Sendable {
     /// ECDSA with SHA-256 over `message`; returns the DER signature (70 to 72 bytes on P-256).
     public func signatureDER<Bytes: ContiguousBytes>(for message: Bytes) throws -> [UInt8] {
         let digest = SHA256.hash(message)
+        if let token { return try ECDSASignature.der(fromRaw: token.signature(digest: digest)) }
         let signature = contexts.use { context -> ([UInt8]?, Bool) in
             var signature = [UInt8](repeating: 0, count: 80)
             var length = signature.count
@@ -131,7 +148,8 @@ public final class SigningKey: @unchecked Sendable {
 
     /// ES256 as JOSE wants it: the raw 64-byte `r||s`.
     public func signatureRaw<Bytes: ContiguousBytes>(for message: Bytes) throws -> [UInt8] {
-        try ECDSASignature.raw(fromDER: signatureDER(for: message), size: 32)
+        if let token { return try token.signature(digest: SHA256.hash(message)) }
+        return try ECDSASignature.raw(fromDER: signatureDER(for: message), size: 32)
     }
 
     private static func requireP256(_ pkey: OpaquePointer) throws {

@@ -37,6 +37,8 @@ enum CommandLineTool {
                 return try command(arguments.dropFirst(2), help: Help.configCheck, run: ConfigCheckCommand.run)
             case ("keys", "generate"):
                 return try command(arguments.dropFirst(2), help: Help.keysGenerate, run: KeysCommand.generate)
+            case ("keys", "import"):
+                return try command(arguments.dropFirst(2), help: Help.keysImport, run: KeysCommand.importIntoToken)
             case ("keys", "import-storekit"):
                 return try command(
                     arguments.dropFirst(2), help: Help.keysImportStoreKit, run: KeysCommand.importStoreKit)
@@ -82,7 +84,10 @@ enum CommandLineTool {
     ]
     private static let groups: [String: (subcommands: [String], help: String)] = [
         "config": (["check"], Help.configCheck),
-        "keys": (["generate", "import-storekit"], Help.keysGenerate + "\n" + Help.keysImportStoreKit),
+        "keys": (
+            ["generate", "import", "import-storekit"],
+            Help.keysGenerate + "\n" + Help.keysImport + "\n" + Help.keysImportStoreKit
+        ),
         "sign": (["promotional-offer", "introductory-offer-eligibility", "legacy"], Help.sign),
         "testkit": (["ca", "sign", "apple-api"], Help.testkit),
         "apple": (["status", "backfill"], Help.apple),

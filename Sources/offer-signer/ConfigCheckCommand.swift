@@ -61,7 +61,7 @@ enum ConfigCheckCommand {
             for key in app.keys {
                 let role = key.keyId == app.activeKeyId ? "signing" : "verify-only (rotation)"
                 let curve = catalog.apps[app.bundleId]?.keys[key.keyId]?.key.curveName ?? "?"
-                lines.append("  key \(key.keyId): \(role), \(curve), \(key.privateKeyFile)")
+                lines.append("  key \(key.keyId): \(role), \(curve), \(key.location)")
             }
             let servedApp = catalog.apps[app.bundleId]?.definition ?? app
             if settings.catalog == .storage {
