@@ -1,0 +1,153 @@
+import Foundation
+import Testing
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// The key custody of the real binary: no PEM text of a key left in its memory after the key is parsed, no core
+/// file, and a FIFO at a key path refused without blocking, at start, in `config check` and on SIGHUP.
+///
+/// The memory is read through `/proc/PID/mem`. The service makes itself non-dumpable, which closes that file to
+/// other processes of its user; the tests run as root with `CAP_SYS_PTRACE` (as here, and as CI containers run), which
+/// the kernel lets read any process's memory whatever its dumpable flag. So the process scanned is the unmodified
+/// binary with all its hardening on: nothing is switched off for the test.
+@Suite("End to end: key custody")
+struct KeyCustodyTests {
+    @Test("the service holds no line of its key file's PEM text, after start and after a SIGHUP reload")
+    func noPEMTextInMemory() throws {
+        let deployment = try Deployment.make()
+        defer { deployment.remove() }
+        let environment = ["RUNTIME_DIRECTORY": deployment.directory]
+        let server = try ServerProcess(configPath: deployment.configurationPath, environment: environment)
+        let pid = server.process.processIdentifier
+        let lines = try Self.bodyLines(of: deployment.keyPath)
+        try #require(lines.count >= 3)
+        #expect(try MemoryScan(pid: pid).found(lines).isEmpty)
+
+        let (status, output, error) = try runBinary(["reload", "--pid", String(pid)], environment: environment)
+        #expect(status == 0, "\(output)\(error)")
+        #expect(try MemoryScan(pid: pid).found(lines).isEmpty, "after the reload read the key again")
+        #expect(server.stop() == 0)
+    }
+
+    @Test("the scan finds the PEM text in a process that holds it, so the test above can fail")
+    func scanFindsHeldText() throws {
+        let deployment = try Deployment.make()
+        defer { deployment.remove() }
+        let lines = try Self.bodyLines(of: deployment.keyPath)
+        // A shell variable keeps the file's text in the shell's heap until it is killed.
+        let holder = Process()
+        holder.executableURL = URL(fileURLWithPath: "/bin/bash")
+        holder.arguments = ["-c", #"key=$(cat "$1"); echo ready; while :; do sleep 1; done"#, "holder", deployment.keyPath]
+        let output = Pipe()
+        holder.standardOutput = output
+        try holder.run()
+        defer {
+            // SIGKILL: bash defers SIGTERM while its `sleep` runs, and the test's children may inherit it blocked.
+            kill(holder.processIdentifier, SIGKILL)
+            holder.waitUntilExit()
+        }
+        #expect(String(decoding: output.fileHandleForReading.availableData, as: UTF8.self) == "ready\n")
+        #expect(try MemoryScan(pid: holder.processIdentifier).found(lines) == lines)
+    }
+
+    @Test("the service runs with a core file size limit of 0")
+    func noCoreFile() throws {
+        let deployment = try Deployment.make()
+        defer { deployment.remove() }
+        let server = try ServerProcess(configPath: deployment.configurationPath)
+        let limits = try String(contentsOfFile: "/proc/\(server.process.processIdentifier)/limits", encoding: .utf8)
+        let core = limits.split(separator: "\n").first { $0.hasPrefix("Max core file size") }
+        #expect(core?.split(separator: " ", omittingEmptySubsequences: true).dropFirst(4).prefix(2) == ["0", "0"])
+        #expect(server.stop() == 0)
+    }
+
+    @Test("config check refuses a FIFO at a key path at once, naming it")
+    func configCheckFIFO() throws {
+        let deployment = try Deployment.make()
+        defer { deployment.remove() }
+        try Self.replaceWithFIFO(deployment.keyPath)
+        let started = Date()
+        let (status, _, error) = try runBinary(["config", "check", "--config", deployment.configurationPath])
+        #expect(Date().timeIntervalSince(started) < 5)
+        #expect(status == 1)
+        #expect(error.contains("\(deployment.keyPath): key file is a FIFO (named pipe), not a regular file"), "\(error)")
+    }
+
+    @Test("after SIGHUP with a FIFO at a key path, the reload fails at once and SIGTERM still stops the server")
+    func reloadFIFO() throws {
+        let deployment = try Deployment.make()
+        defer { deployment.remove() }
+        let environment = ["RUNTIME_DIRECTORY": deployment.directory]
+        let server = try ServerProcess(configPath: deployment.configurationPath, environment: environment)
+        try Self.replaceWithFIFO(deployment.keyPath)
+        let pid = server.process.processIdentifier
+        let (status, _, error) = try runBinary(["reload", "--pid", String(pid)], environment: environment)
+        #expect(status == 1)
+        #expect(error.contains("key file is a FIFO (named pipe), not a regular file"), "\(error)")
+        let stopping = Date()
+        #expect(server.stop() == 0)
+        #expect(Date().timeIntervalSince(stopping) < 5, "SIGTERM took too long after a reload with a FIFO")
+    }
+
+    /// The base64 lines of a PEM file, without its BEGIN and END lines.
+    static func bodyLines(of path: String) throws -> [String] {
+        try String(contentsOfFile: path, encoding: .utf8).split(separator: "\n").map(String.init)
+            .filter { !$0.hasPrefix("-----") && $0.count >= 16 }
+    }
+
+    /// Removes the file at `path` and makes a FIFO there.
+    static func replaceWithFIFO(_ path: String) throws {
+        try FileManager.default.removeItem(atPath: path)
+        try #require(mkfifo(path, 0o600) == 0)
+    }
+}
+
+/// A process's readable memory, read region by region through `/proc/PID/mem`.
+struct MemoryScan {
+    let pid: Int32
+
+    /// Which of `needles` occur anywhere in the process's readable memory.
+    func found(_ needles: [String]) throws -> [String] {
+        let maps = try String(contentsOfFile: "/proc/\(pid)/maps", encoding: .utf8)
+        let fd = open("/proc/\(pid)/mem", O_RDONLY)
+        try #require(fd >= 0, "cannot open /proc/\(pid)/mem: \(String(cString: strerror(errno))); run as root")
+        defer { close(fd) }
+        var found = Set<String>()
+        var scanned = 0
+        for line in maps.split(separator: "\n") {
+            let fields = line.split(separator: " ", omittingEmptySubsequences: true)
+            guard fields.count >= 2, fields[1].hasPrefix("r") else { continue }
+            let bounds = fields[0].split(separator: "-").compactMap { UInt64($0, radix: 16) }
+            guard bounds.count == 2, bounds[1] > bounds[0] else { continue }
+            var region = [UInt8](repeating: 0, count: Int(bounds[1] - bounds[0]))
+            let count = region.withUnsafeMutableBytes { pread(fd, $0.baseAddress, $0.count, off_t(bounds[0])) }
+            // Some regions ([vvar], guard pages) cannot be read: they hold no heap data.
+            guard count > 0 else { continue }
+            scanned += count
+            region.withUnsafeBytes { haystack in
+                for needle in needles where !found.contains(needle) {
+                    if Self.contains(UnsafeRawBufferPointer(rebasing: haystack[0..<count]), Array(needle.utf8)) {
+                        found.insert(needle)
+                    }
+                }
+            }
+        }
+        try #require(scanned > 1 << 20, "scanned only \(scanned) bytes of process \(pid)")
+        return needles.filter(found.contains)
+    }
+
+    /// Whether `pattern` occurs in `bytes`: `memchr` to each place its first byte occurs, then `memcmp`.
+    static func contains(_ bytes: UnsafeRawBufferPointer, _ pattern: [UInt8]) -> Bool {
+        guard let base = bytes.baseAddress, let first = pattern.first, pattern.count <= bytes.count else { return false }
+        let last = base + (bytes.count - pattern.count)
+        var cursor = base
+        while cursor <= last, let hit = memchr(cursor, Int32(first), last - cursor + 1) {
+            let match = UnsafeRawPointer(hit)
+            if pattern.withUnsafeBytes({ memcmp(match, $0.baseAddress!, pattern.count) }) == 0 { return true }
+            cursor = match + 1
+        }
+        return false
+    }
+}
