@@ -106,7 +106,8 @@ public struct Configuration: Sendable {
             }
         }
         guard errors.isEmpty else { throw ConfigErrors(errors) }
-        return SignedDataVerifier(trustedRoots: roots)
+        return SignedDataVerifier(
+            trustedRoots: roots, maxClockSkewSeconds: Int64(settings.trust.maxClockSkewSeconds))
     }
 
     /// Reads a certificate file: DER as is, or the first PEM `CERTIFICATE` block decoded.
