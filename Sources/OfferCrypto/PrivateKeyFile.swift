@@ -1,10 +1,10 @@
+import COpenSSL
+
 #if canImport(Glibc)
     import Glibc
 #elseif canImport(Darwin)
     import Darwin
 #endif
-
-import COpenSSL
 
 /// Loads `.p8` key files with the care ssh takes: the file must exist, be a regular file, and be
 /// readable by its owner only, or also by the process's own group (a Kubernetes Secret mounted with `fsGroup`

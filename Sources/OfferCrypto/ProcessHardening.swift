@@ -1,11 +1,11 @@
+import COpenSSL
+import CSystem
+
 #if canImport(Glibc)
     import Glibc
 #elseif canImport(Darwin)
     import Darwin
 #endif
-
-import COpenSSL
-import CSystem
 
 /// What `offer-signer` does to itself before it reads a key: no core dump, no inspection by other processes of the
 /// same user, and private key material in OpenSSL's secure heap.

@@ -1,10 +1,10 @@
+import COpenSSL
+
 #if canImport(Glibc)
     import Glibc
 #elseif canImport(Darwin)
     import Darwin
 #endif
-
-import COpenSSL
 
 /// A P-256 private key held by OpenSSL, as App Store Connect issues them (PKCS#8, `.p8`).
 ///

@@ -39,7 +39,9 @@ struct KeyCustodyTests {
         // A shell variable keeps the file's text in the shell's heap until it is killed.
         let holder = Process()
         holder.executableURL = URL(fileURLWithPath: "/bin/bash")
-        holder.arguments = ["-c", #"key=$(cat "$1"); echo ready; while :; do sleep 1; done"#, "holder", deployment.keyPath]
+        holder.arguments = [
+            "-c", #"key=$(cat "$1"); echo ready; while :; do sleep 1; done"#, "holder", deployment.keyPath,
+        ]
         let output = Pipe()
         holder.standardOutput = output
         try holder.run()
@@ -72,7 +74,8 @@ struct KeyCustodyTests {
         let (status, _, error) = try runBinary(["config", "check", "--config", deployment.configurationPath])
         #expect(Date().timeIntervalSince(started) < 5)
         #expect(status == 1)
-        #expect(error.contains("\(deployment.keyPath): key file is a FIFO (named pipe), not a regular file"), "\(error)")
+        #expect(
+            error.contains("\(deployment.keyPath): key file is a FIFO (named pipe), not a regular file"), "\(error)")
     }
 
     @Test("after SIGHUP with a FIFO at a key path, the reload fails at once and SIGTERM still stops the server")
@@ -140,7 +143,9 @@ struct MemoryScan {
 
     /// Whether `pattern` occurs in `bytes`: `memchr` to each place its first byte occurs, then `memcmp`.
     static func contains(_ bytes: UnsafeRawBufferPointer, _ pattern: [UInt8]) -> Bool {
-        guard let base = bytes.baseAddress, let first = pattern.first, pattern.count <= bytes.count else { return false }
+        guard let base = bytes.baseAddress, let first = pattern.first, pattern.count <= bytes.count else {
+            return false
+        }
         let last = base + (bytes.count - pattern.count)
         var cursor = base
         while cursor <= last, let hit = memchr(cursor, Int32(first), last - cursor + 1) {

@@ -60,7 +60,8 @@ struct NotificationHistoryTests {
             #expect(verified.payload["data"]?["environment"] == .string("Production"))
             #expect(verified.payload["data"]?["appAppleId"] == .int(FakeAPIHarness.appAppleId))
             let transaction = try #require(verified.payload["data"]?["signedTransactionInfo"]?.stringValue)
-            let payload = try harness.trust.verify(transaction, as: JWSTransactionPayload.self, with: harness.verifier, now: harness.clock.now)
+            let payload = try harness.trust.verify(
+                transaction, as: JWSTransactionPayload.self, with: harness.verifier, now: harness.clock.now)
             #expect(payload.originalTransactionId == "3000000000000000")
             uuids.insert(try #require(verified.payload["notificationUUID"]?.stringValue))
             #expect(item.sendAttempts.count == 1)

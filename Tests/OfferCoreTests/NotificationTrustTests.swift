@@ -174,7 +174,9 @@ struct NotificationTrustTests {
         let index = bytes.count / 2
         bytes[index] = bytes[index] == UInt8(ascii: "A") ? UInt8(ascii: "B") : UInt8(ascii: "A")
         parts[part] = String(decoding: bytes, as: UTF8.self)
-        #expect(throws: SignedDataError.self) { _ = try trust().verify(parts.joined(separator: "."), with: verifier, now: Self.now) }
+        #expect(throws: SignedDataError.self) {
+            _ = try trust().verify(parts.joined(separator: "."), with: verifier, now: Self.now)
+        }
     }
 
     @Test("a notification naming no app (no data, summary, token or appData) is wrong_app, as Apple's verifier says")

@@ -98,7 +98,9 @@ struct RealtimeRequestTrustTests {
             ? "payload has no valid signedDate"
             : ["requestIdentifier", "originalTransactionId"].contains(field)
                 ? "signed data is not a retention request" : "field \"\(field)\" is required"
-        #expect(throws: SignedDataError(.malformed, message)) { _ = try trust().verify(token, with: verifier, now: Self.now) }
+        #expect(throws: SignedDataError(.malformed, message)) {
+            _ = try trust().verify(token, with: verifier, now: Self.now)
+        }
     }
 
     @Test("a requestIdentifier that is not a UUID, an empty field and a field of the wrong type are refused")
@@ -112,7 +114,9 @@ struct RealtimeRequestTrustTests {
             guard case .object(var members) = Self.template().payload else { throw PayloadError("no object") }
             members[field] = value
             let token = try factory.sign(.object(members))
-            #expect(throws: SignedDataError(.malformed, message)) { _ = try trust().verify(token, with: verifier, now: Self.now) }
+            #expect(throws: SignedDataError(.malformed, message)) {
+                _ = try trust().verify(token, with: verifier, now: Self.now)
+            }
         }
     }
 

@@ -308,8 +308,10 @@ struct AppVerifier {
         case .transaction: _ = try trust.verify(token, as: JWSTransactionPayload.self, with: verifier, now: now)
         case .renewalInfo: _ = try trust.verify(token, as: JWSRenewalInfoPayload.self, with: verifier, now: now)
         case .appTransaction: _ = try trust.verify(token, as: AppTransactionPayload.self, with: verifier, now: now)
-        case .notification: _ = try NotificationTrust(app: trust, appAppleId: nil).verify(token, with: verifier, now: now)
-        case .realtimeRequest: _ = try RealtimeRequestTrust(app: trust, appAppleId: nil).verify(token, with: verifier, now: now)
+        case .notification:
+            _ = try NotificationTrust(app: trust, appAppleId: nil).verify(token, with: verifier, now: now)
+        case .realtimeRequest:
+            _ = try RealtimeRequestTrust(app: trust, appAppleId: nil).verify(token, with: verifier, now: now)
         }
         do {
             return try CompactJWS.decode(token).payload

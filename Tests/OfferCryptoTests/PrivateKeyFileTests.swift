@@ -119,7 +119,8 @@ struct PrivateKeyFileTests {
         }
     }
 
-    @Test("a FIFO, a device or a directory at a key path is refused at once, naming the path and what it is",
+    @Test(
+        "a FIFO, a device or a directory at a key path is refused at once, naming the path and what it is",
         arguments: NotAFile.allCases)
     func notARegularFile(kind: NotAFile) async throws {
         let folder = try KeyFolder()

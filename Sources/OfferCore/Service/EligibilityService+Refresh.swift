@@ -36,7 +36,8 @@ extension EligibilityService {
         var newest = transaction.signedDate ?? .min
         // Renewal info of the same subscription and environment, verified, moves `newest`.
         func consider(renewalInfo token: String?) {
-            guard let token, let renewal = try? trust.verify(token, as: JWSRenewalInfoPayload.self, with: verifier, now: now),
+            guard let token,
+                let renewal = try? trust.verify(token, as: JWSRenewalInfoPayload.self, with: verifier, now: now),
                 renewal.originalTransactionId == original, renewal.environment == environment
             else { return }
             newest = max(newest, renewal.signedDate ?? .min)
