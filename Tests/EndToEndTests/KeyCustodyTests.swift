@@ -65,6 +65,27 @@ struct KeyCustodyTests {
         #expect(server.stop() == 0)
     }
 
+    @Test("the service is not dumpable: its /proc files belong to root although it runs as another user")
+    func notDumpable() throws {
+        // The kernel gives a non-dumpable process's /proc/PID files to root (that is what closes /proc/PID/mem and
+        // ptrace to its own user); a dumpable one's belong to its user. So the service runs here as nobody.
+        let nobody: uid_t = 65534
+        let deployment = try Deployment.make()
+        defer { deployment.remove() }
+        try Self.giveTree(deployment.directory, to: nobody)
+        let server = try Self.start(
+            as: nobody, [ServerProcess.binary, "serve", "--config", deployment.configurationPath, "--port", "0"],
+            waitFor: "offer-signer listening on ")
+        defer { Self.stop(server) }
+        #expect(try Self.realUser(of: server.processIdentifier) == nobody)
+        #expect(try Self.procOwner(of: server.processIdentifier) == 0)
+
+        // The control: a dumpable process of the same user keeps its /proc files, so the check above can fail.
+        let control = try Self.start(as: nobody, ["/bin/sh", "-c", "echo ready; exec sleep 60"], waitFor: "ready")
+        defer { Self.stop(control) }
+        #expect(try Self.procOwner(of: control.processIdentifier) == nobody)
+    }
+
     @Test("config check refuses a FIFO at a key path at once, naming it")
     func configCheckFIFO() throws {
         let deployment = try Deployment.make()
@@ -92,6 +113,51 @@ struct KeyCustodyTests {
         let stopping = Date()
         #expect(server.stop() == 0)
         #expect(Date().timeIntervalSince(stopping) < 5, "SIGTERM took too long after a reload with a FIFO")
+    }
+
+    /// Runs `command` as user and group `user` (setpriv) and waits for a line of its standard output starting with
+    /// `line`.
+    static func start(as user: uid_t, _ command: [String], waitFor line: String) throws -> Process {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/setpriv")
+        process.arguments = ["--reuid", String(user), "--regid", String(user), "--clear-groups"] + command
+        let output = Pipe()
+        process.standardOutput = output
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        var read = ""
+        while !read.split(separator: "\n").contains(where: { $0.hasPrefix(line) }) {
+            let chunk = output.fileHandleForReading.availableData
+            if chunk.isEmpty { break }
+            read += String(decoding: chunk, as: UTF8.self)
+        }
+        try #require(read.contains(line), "\(command[0]) did not start as user \(user): \(read)")
+        return process
+    }
+
+    static func stop(_ process: Process) {
+        kill(process.processIdentifier, SIGKILL)
+        process.waitUntilExit()
+    }
+
+    /// The real user ID of process `pid`, from /proc/PID/status.
+    static func realUser(of pid: Int32) throws -> uid_t? {
+        let status = try String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8)
+        let line = status.split(separator: "\n").first { $0.hasPrefix("Uid:") }
+        return line?.split(whereSeparator: { $0 == "\t" || $0 == " " }).dropFirst().first.flatMap { uid_t($0) }
+    }
+
+    /// The owner of /proc/PID/status.
+    static func procOwner(of pid: Int32) throws -> uid_t {
+        var info = stat()
+        try #require(stat("/proc/\(pid)/status", &info) == 0)
+        return info.st_uid
+    }
+
+    /// Gives `directory` and everything in it to `user` (its own group too), so the service can run as that user.
+    static func giveTree(_ directory: String, to user: uid_t) throws {
+        let paths = [directory] + (FileManager.default.subpaths(atPath: directory) ?? []).map { "\(directory)/\($0)" }
+        for path in paths { try #require(lchown(path, user, user) == 0, "cannot give \(path) to \(user)") }
     }
 
     /// The base64 lines of a PEM file, without its BEGIN and END lines.
