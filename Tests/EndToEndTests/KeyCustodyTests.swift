@@ -31,6 +31,20 @@ struct KeyCustodyTests {
         #expect(server.stop() == 0)
     }
 
+    @Test("the key's private scalar is in one place only: OpenSSL's secure heap, a 1 MiB region of its own")
+    func scalarOnlyInSecureHeap() throws {
+        let deployment = try Deployment.make()
+        defer { deployment.remove() }
+        let server = try ServerProcess(configPath: deployment.configurationPath)
+        let scalar = try Self.privateScalar(of: deployment.keyPath)
+        // A BIGNUM keeps its words little-endian; the DER and PEM forms hold it big-endian.
+        let regions = try MemoryScan(pid: server.process.processIdentifier).regions(
+            containing: [scalar, scalar.reversed()])
+        #expect(regions.count == 1, "\(regions)")
+        #expect(regions.first?.size == 1 << 20, "\(regions)")
+        #expect(server.stop() == 0)
+    }
+
     @Test("the scan finds the PEM text in a process that holds it, so the test above can fail")
     func scanFindsHeldText() throws {
         let deployment = try Deployment.make()
@@ -160,6 +174,31 @@ struct KeyCustodyTests {
         for path in paths { try #require(lchown(path, user, user) == 0, "cannot give \(path) to \(user)") }
     }
 
+    /// The 32 bytes of a P-256 key file's private scalar, big-endian, as `openssl ec -text` prints them.
+    static func privateScalar(of path: String) throws -> [UInt8] {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/openssl")
+        process.arguments = ["ec", "-in", path, "-noout", "-text"]
+        let output = Pipe()
+        process.standardOutput = output
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        let text = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        process.waitUntilExit()
+        let start = try #require(text.range(of: "priv:"))
+        let end = try #require(text.range(of: "pub:"))
+        let hex = text[start.upperBound..<end.lowerBound].filter(\.isHexDigit)
+        var bytes: [UInt8] = []
+        var index = hex.startIndex
+        while index < hex.endIndex {
+            let next = hex.index(index, offsetBy: 2)
+            bytes.append(try #require(UInt8(hex[index..<next], radix: 16)))
+            index = next
+        }
+        bytes = Array(bytes.suffix(32))
+        return [UInt8](repeating: 0, count: 32 - bytes.count) + bytes
+    }
+
     /// The base64 lines of a PEM file, without its BEGIN and END lines.
     static func bodyLines(of path: String) throws -> [String] {
         try String(contentsOfFile: path, encoding: .utf8).split(separator: "\n").map(String.init)
@@ -179,11 +218,30 @@ struct MemoryScan {
 
     /// Which of `needles` occur anywhere in the process's readable memory.
     func found(_ needles: [String]) throws -> [String] {
+        var found = Set<String>()
+        try scan { _, bytes in
+            for needle in needles where !found.contains(needle) && Self.contains(bytes, Array(needle.utf8)) {
+                found.insert(needle)
+            }
+        }
+        return needles.filter(found.contains)
+    }
+
+    /// The regions (start address and size) that hold any of `needles`.
+    func regions(containing needles: [[UInt8]]) throws -> [(start: UInt64, size: Int)] {
+        var regions: [(start: UInt64, size: Int)] = []
+        try scan { start, bytes in
+            if needles.contains(where: { Self.contains(bytes, $0) }) { regions.append((start, bytes.count)) }
+        }
+        return regions
+    }
+
+    /// Calls `body` with each readable region's start address and bytes.
+    private func scan(_ body: (UInt64, UnsafeRawBufferPointer) -> Void) throws {
         let maps = try String(contentsOfFile: "/proc/\(pid)/maps", encoding: .utf8)
         let fd = open("/proc/\(pid)/mem", O_RDONLY)
         try #require(fd >= 0, "cannot open /proc/\(pid)/mem: \(String(cString: strerror(errno))); run as root")
         defer { close(fd) }
-        var found = Set<String>()
         var scanned = 0
         for line in maps.split(separator: "\n") {
             let fields = line.split(separator: " ", omittingEmptySubsequences: true)
@@ -195,16 +253,9 @@ struct MemoryScan {
             // Some regions ([vvar], guard pages) cannot be read: they hold no heap data.
             guard count > 0 else { continue }
             scanned += count
-            region.withUnsafeBytes { haystack in
-                for needle in needles where !found.contains(needle) {
-                    if Self.contains(UnsafeRawBufferPointer(rebasing: haystack[0..<count]), Array(needle.utf8)) {
-                        found.insert(needle)
-                    }
-                }
-            }
+            region.withUnsafeBytes { body(bounds[0], UnsafeRawBufferPointer(rebasing: $0[0..<count])) }
         }
         try #require(scanned > 1 << 20, "scanned only \(scanned) bytes of process \(pid)")
-        return needles.filter(found.contains)
     }
 
     /// Whether `pattern` occurs in `bytes`: `memchr` to each place its first byte occurs, then `memcmp`.
