@@ -32,22 +32,39 @@ public enum ProcessHardening {
     /// 32, so nothing is rounded up much, and the heap's free-list bitmap stays at 16 KiB.
     public static let secureHeapMinimumBlock = 16
 
+    /// What did not take effect: one line to log, with no secret in it.
+    public struct Warning: Sendable, Equatable, CustomStringConvertible {
+        public let message: String
+        /// Only the secure heap's memory lock failed (a low `RLIMIT_MEMLOCK`): the heap is still used, but its pages
+        /// may be swapped out. `serve` logs it; the short-lived commands do not print it.
+        public let isMemoryLockOnly: Bool
+
+        init(_ message: String, isMemoryLockOnly: Bool = false) {
+            self.message = message
+            self.isMemoryLockOnly = isMemoryLockOnly
+        }
+
+        public var description: String { message }
+    }
+
     /// Applies everything once per process (later calls return the first outcome): the warnings to log, one line
     /// each, empty when all took effect.
-    public static func apply() -> [String] { applied }
+    public static func apply() -> [Warning] { applied }
 
-    private static let applied: [String] = {
-        var warnings: [String] = []
+    private static let applied: [Warning] = {
+        var warnings: [Warning] = []
         #if os(Linux)
             if offer_set_dumpable(0) != 0 {
                 warnings.append(
-                    "cannot make the process non-dumpable (prctl PR_SET_DUMPABLE: \(systemError())); other processes "
-                        + "of this user may read its memory")
+                    Warning(
+                        "cannot make the process non-dumpable (prctl PR_SET_DUMPABLE: \(systemError())); other "
+                            + "processes of this user may read its memory"))
             }
         #endif
         var noCore = rlimit(rlim_cur: 0, rlim_max: 0)
         if setrlimit(coreLimit, &noCore) != 0 {
-            warnings.append("cannot set the core file size limit to 0 (setrlimit RLIMIT_CORE: \(systemError()))")
+            warnings.append(
+                Warning("cannot set the core file size limit to 0 (setrlimit RLIMIT_CORE: \(systemError()))"))
         }
         if let warning = startSecureHeap() { warnings.append(warning) }
         return warnings
@@ -62,20 +79,21 @@ public enum ProcessHardening {
     /// Sets up OpenSSL's secure heap alone (the test kit and tests call this; `apply` includes it). Idempotent:
     /// the first call's warning, if any, is returned each time.
     @discardableResult
-    public static func startSecureHeap() -> String? { secureHeap }
+    public static func startSecureHeap() -> Warning? { secureHeap }
 
-    private static let secureHeap: String? = {
+    private static let secureHeap: Warning? = {
         guard CRYPTO_secure_malloc_initialized() == 0 else { return nil }
         switch CRYPTO_secure_malloc_init(secureHeapSize, secureHeapMinimumBlock) {
         case 1:
             return nil
         case 2:
-            return
+            return Warning(
                 "OpenSSL's secure heap is set up but not locked in memory (raise RLIMIT_MEMLOCK, LimitMEMLOCK= in "
-                + "systemd, to at least \(secureHeapSize >> 10) KiB); keys may be swapped out"
+                    + "systemd, to at least \(secureHeapSize >> 10) KiB); keys may be swapped out",
+                isMemoryLockOnly: true)
         default:
             OpenSSLError.drain()
-            return "cannot set up OpenSSL's secure heap; private keys are held in ordinary memory"
+            return Warning("cannot set up OpenSSL's secure heap; private keys are held in ordinary memory")
         }
     }()
 

@@ -8,10 +8,13 @@ enum CommandLineTool {
         let words = Array(arguments.prefix(2))
         let first = words.first ?? "--help"
         // Before any command reads a key: no core dump, no ptrace by this user's other processes, and OpenSSL's
-        // secure heap for private scalars. `serve` logs what did not take effect; other commands print it.
+        // secure heap for private scalars. `serve` logs what did not take effect; other commands print it, but for
+        // a heap that could not be locked in memory, which matters little to a process that ends at once.
         let hardening = ProcessHardening.apply()
         if first != "serve" {
-            for warning in hardening { Console.err("offer-signer: warning: \(warning)") }
+            for warning in hardening where !warning.isMemoryLockOnly {
+                Console.err("offer-signer: warning: \(warning.message)")
+            }
         }
         if let group = groups[first] {
             if words.count == 1 || words[1].hasPrefix("-") {

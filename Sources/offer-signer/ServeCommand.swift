@@ -30,7 +30,7 @@ enum ServeCommand {
             }
             log.format = format
         }
-        for warning in ProcessHardening.apply() { log.warning(warning) }
+        for warning in ProcessHardening.apply() { log.warning(warning.message) }
         if let warning = ProcessHardening.backtraceWarning(
             getenv(ProcessHardening.backtraceVariable).map { String(cString: $0) })
         {
