@@ -82,8 +82,8 @@ public enum PrivateKeyFile {
         return try body(UnsafeRawBufferPointer(buffer.bytes))
     }
 
-    /// What a file that is not a regular file is, for the error message.
-    static func kind(of mode: mode_t) -> String {
+    /// What a file that is not a regular file is, for error messages ("a FIFO (named pipe)").
+    public static func kind(of mode: mode_t) -> String {
         switch mode & S_IFMT {
         case S_IFDIR: "a directory"
         case S_IFIFO: "a FIFO (named pipe)"

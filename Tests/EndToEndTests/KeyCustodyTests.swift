@@ -129,6 +129,33 @@ struct KeyCustodyTests {
         #expect(Date().timeIntervalSince(stopping) < 5, "SIGTERM took too long after a reload with a FIFO")
     }
 
+    @Test("a FIFO at the configuration path fails config check at once; at a root certificate path, a reload")
+    func configurationAndRootFIFO() throws {
+        let deployment = try Deployment.make()
+        defer { deployment.remove() }
+        let environment = ["RUNTIME_DIRECTORY": deployment.directory]
+        let server = try ServerProcess(configPath: deployment.configurationPath, environment: environment)
+        let root = deployment.directory + "/root.cer"
+        try Self.replaceWithFIFO(root)
+        let (status, _, error) = try runBinary(
+            ["reload", "--pid", String(server.process.processIdentifier)], environment: environment)
+        #expect(status == 1)
+        #expect(error.contains("\(root): cannot read file: it is a FIFO (named pipe), not a regular file"), "\(error)")
+        let stopping = Date()
+        #expect(server.stop() == 0)
+        #expect(Date().timeIntervalSince(stopping) < 5)
+
+        let saved = try Data(contentsOf: URL(fileURLWithPath: deployment.configurationPath))
+        try Self.replaceWithFIFO(deployment.configurationPath)
+        let (checkStatus, _, checkError) = try runBinary(["config", "check", "--config", deployment.configurationPath])
+        #expect(checkStatus == 1)
+        #expect(
+            checkError.contains("cannot read configuration file: it is a FIFO (named pipe), not a regular file"),
+            "\(checkError)")
+        try FileManager.default.removeItem(atPath: deployment.configurationPath)
+        try saved.write(to: URL(fileURLWithPath: deployment.configurationPath))
+    }
+
     /// Runs `command` as user and group `user` (setpriv) and waits for a line of its standard output starting with
     /// `line`.
     static func start(as user: uid_t, _ command: [String], waitFor line: String) throws -> Process {
