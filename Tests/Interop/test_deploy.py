@@ -11,12 +11,12 @@
    The Service, PodDisruptionBudget and NetworkPolicy select the Deployment's pods and say what README says.
    The Ingress (ingress-nginx) serves /v1 and the probes over TLS from a Secret, never /metrics, with the service's
    64 KiB body limit and no retries, and the NetworkPolicy admits its controller.
-5. Crash reports: the systemd unit, the Containerfile's runtime stage and the Deployment's container set
-   SWIFT_BACKTRACE=enable=no (the Swift runtime's crash report prints registers and the memory around them to the
-   logs), and the unit sets LimitCORE=0; the binary warns at start without the setting and not with it.
 4. The Containerfile: built with --static-swift-stdlib, run as 10001 on debian:bookworm-slim, and its runtime
    stage installs the Debian package of every shared library the built binary links (readelf for the libraries
    it needs, ldd for where they resolve, dpkg -S for their packages), bar a short list the base image has.
+5. Crash reports: the systemd unit, the Containerfile's runtime stage and the Deployment's container set
+   SWIFT_BACKTRACE=enable=no (the Swift runtime's crash report prints registers and the memory around them to the
+   logs), and the unit sets LimitCORE=0; the binary warns at start without the setting and not with it.
 
 Each check is a function returning its problems; the tests run it on the real files (no problem) and on a copy
 with one thing broken (that problem), so each check is shown able to fail.
