@@ -1,5 +1,11 @@
 import COpenSSL
 
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Darwin)
+    import Darwin
+#endif
+
 /// A P-256 private key held by OpenSSL, as App Store Connect issues them (PKCS#8, `.p8`).
 ///
 /// `@unchecked Sendable`: the `EVP_PKEY` is never mutated after init, and OpenSSL 3 allows
@@ -36,13 +42,23 @@ public final class SigningKey: @unchecked Sendable {
 
     /// Parses a PKCS#8 (or SEC1) PEM private key; the key must be on P-256.
     public convenience init(pem: [UInt8]) throws {
-        guard let bio = pem.withUnsafeBytes({ BIO_new_mem_buf($0.baseAddress, Int32($0.count)) }) else {
+        try self.init(taking: pem.withUnsafeBytes { try Self.parse(pem: $0) })
+    }
+
+    /// Parses a PKCS#8 (or SEC1) PEM private key from memory the caller owns and wipes (`PrivateKeyFile`): OpenSSL
+    /// reads it through a memory BIO over that buffer, and no Swift `String` or `Array` copy of it is made.
+    public convenience init(pem: UnsafeRawBufferPointer) throws {
+        try self.init(taking: Self.parse(pem: pem))
+    }
+
+    private static func parse(pem: UnsafeRawBufferPointer) throws -> OpaquePointer {
+        guard !pem.isEmpty else { throw CryptoError(.invalidKey, "the key is empty") }
+        guard pem.count <= Int(Int32.max), let bio = BIO_new_mem_buf(pem.baseAddress, Int32(pem.count)) else {
             throw CryptoError(.internalFailure, "cannot allocate a memory BIO")
         }
         defer { BIO_free(bio) }
-        let encryptedMarkers = ["-----BEGIN ENCRYPTED PRIVATE KEY-----", "Proc-Type: 4,ENCRYPTED"]
-        let text = String(decoding: pem.prefix(200), as: UTF8.self)
-        if encryptedMarkers.contains(where: { text.contains($0) }) {
+        let head = UnsafeRawBufferPointer(rebasing: pem.prefix(200))
+        if contains(head, "-----BEGIN ENCRYPTED PRIVATE KEY-----") || contains(head, "Proc-Type: 4,ENCRYPTED") {
             throw CryptoError(
                 .invalidKey, "encrypted keys are not supported; use the .p8 file as App Store Connect gives it")
         }
@@ -51,7 +67,18 @@ public final class SigningKey: @unchecked Sendable {
             OpenSSLError.drain()
             throw CryptoError(.invalidKey, "not a PEM private key (expected PKCS#8 'BEGIN PRIVATE KEY')")
         }
-        try self.init(taking: key)
+        return key
+    }
+
+    /// Whether `bytes` contains `marker`, compared in place (no `String` made of key text).
+    private static func contains(_ bytes: UnsafeRawBufferPointer, _ marker: StaticString) -> Bool {
+        let needle = UnsafeRawBufferPointer(start: marker.utf8Start, count: marker.utf8CodeUnitCount)
+        guard needle.count <= bytes.count else { return false }
+        for start in 0...(bytes.count - needle.count)
+        where memcmp(bytes.baseAddress! + start, needle.baseAddress!, needle.count) == 0 {
+            return true
+        }
+        return false
     }
 
     /// Parses a PKCS#8 DER private key (as Xcode's `.storekit` file carries it, Base64-decoded).

@@ -31,7 +31,8 @@ enum ConfigCheckCommand {
             "listen: \(settings.listen.host):\(settings.listen.port)",
             "storage: \(settings.storage.description) (opened)",
             "trust: \(settings.trust.rootCertificateFiles.count) root certificate(s); environments "
-                + settings.trust.environments.map(\.rawValue).joined(separator: ", "),
+                + settings.trust.environments.map(\.rawValue).joined(separator: ", ")
+                + "; signedDate at most \(settings.trust.maxClockSkewSeconds) s ahead of this clock",
             "logging: \(settings.logging.level.label), \(settings.logging.format.rawValue)",
             "catalog: \(settings.catalog.rawValue)"
                 + (settings.catalog == .storage ? " (published versions in the storage)" : " (this file's offers)"),

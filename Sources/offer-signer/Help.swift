@@ -76,6 +76,9 @@ enum Help {
         loopback only unless "allowRemote"), never on the public port, and a second line is printed:
         "offer-signer admin listening on http://HOST:PORT" (the console is at /admin/ there). Both listeners
         stop together.
+        Key files must be regular files (a FIFO or device is refused); their text is wiped once parsed, the
+        process is not dumpable and has no core limit. Run it with SWIFT_BACKTRACE=enable=no, or a crash
+        report may print memory to the logs: without it one warning is logged at start.
 
           --config FILE        configuration file (JSON), required
           --host HOST          listen address, overrides the config

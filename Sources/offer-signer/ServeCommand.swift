@@ -30,6 +30,12 @@ enum ServeCommand {
             }
             log.format = format
         }
+        for warning in ProcessHardening.apply() { log.warning(warning.message) }
+        if let warning = ProcessHardening.backtraceWarning(
+            getenv(ProcessHardening.backtraceVariable).map { String(cString: $0) })
+        {
+            log.warning(warning)
+        }
         let host = options["host"] ?? settings.listen.host
         var port = settings.listen.port
         if let text = options["port"] {

@@ -26,9 +26,11 @@ struct ConfigurationTests {
         let config = try parse(
             """
             {"listen": {"host": "0.0.0.0", "port": 9000, "threads": 4, "maxConnections": 10, "idleTimeoutSeconds": 5},
-             "trust": {"rootCertificates": ["roots/AppleRootCA-G3.cer"], "environments": ["Production"]},
+             "trust": {"rootCertificates": ["roots/AppleRootCA-G3.cer"], "environments": ["Production"],
+                       "maxClockSkewSeconds": 60},
              "apps": [\(Self.validApp)]}
             """)
+        #expect(config.settings.trust.maxClockSkewSeconds == 60)
         #expect(config.settings.listen.host == "0.0.0.0")
         #expect(config.settings.listen.port == 9000)
         #expect(config.settings.listen.threads == 4)
@@ -58,6 +60,7 @@ struct ConfigurationTests {
         #expect(config.settings.listen.host == "127.0.0.1" && config.settings.listen.port == 8080)
         #expect(config.settings.trust.rootCertificateFiles.isEmpty)
         #expect(config.settings.trust.environments == ["Production"])
+        #expect(config.settings.trust.maxClockSkewSeconds == 300)
         #expect(config.apps[0].activeKeyId == "K1")
         #expect(config.apps[0].offers[0].requiresVerifiedCustomer)
         #expect(config.apps[0].offers[0].eligibility == nil)
@@ -84,6 +87,10 @@ struct ConfigurationTests {
         (
             #"{"apps": [], "trust": {"rootCertificates": ["a"], "environments": ["Xcode"]}}"#,
             "$.trust.environments[0]", "unknown environment"
+        ),
+        (
+            #"{"apps": [], "trust": {"rootCertificates": ["a"], "maxClockSkewSeconds": 7200}}"#,
+            "$.trust.maxClockSkewSeconds", "from 0 to 3600"
         ),
         (#"{"apps": [1]}"#, "$.apps[0]", "expected an object"),
         (#"{"apps": [{"issuerId": "x", "keys": [], "offers": []}]}"#, "$.apps[0].bundleId", "is required"),

@@ -25,6 +25,9 @@ public struct Settings: Sendable {
         /// Environments accepted in signed data: `Production`, `Sandbox`. Production only unless listed: any
         /// sandbox or TestFlight tester can make real Apple-signed Sandbox data.
         public var environments: [AppStoreEnvironment] = [.production]
+        /// How many seconds after now a `signedDate` may be, for clocks that differ (0 to 3600; default 300):
+        /// later data is refused as `future_signed_date`.
+        public var maxClockSkewSeconds = Int(SignedDataVerifier.defaultMaxClockSkewSeconds)
     }
 
     /// Requests per client on the API routes; off when `nil`.
@@ -228,6 +231,7 @@ public struct Settings: Sendable {
             }
             trust.environments = environments.map(AppStoreEnvironment.init(rawValue:))
         }
+        if let skew = reader.int("maxClockSkewSeconds", range: 0...3600) { trust.maxClockSkewSeconds = skew }
         reader.finish(into: &errors)
         return trust
     }
