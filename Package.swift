@@ -23,12 +23,16 @@ let package = Package(
         .systemLibrary(name: "CSQLite", pkgConfig: "sqlite3", providers: [.apt(["libsqlite3-dev"])]),
         .systemLibrary(name: "CPostgreSQL", pkgConfig: "libpq", providers: [.apt(["libpq-dev"])]),
         .systemLibrary(name: "CCurl", pkgConfig: "libcurl", providers: [.apt(["libcurl4-openssl-dev"])]),
+        // PKCS#11 declarations only (p11-kit's header): a token's module is opened with dlopen when a key names it.
+        .systemLibrary(name: "CPKCS11", providers: [.apt(["libp11-kit-dev"])]),
+        // prctl(2) for `ProcessHardening`: a header of inline wrappers, no library.
+        .systemLibrary(name: "CSystem"),
         // The HTTP API's wire types with their JSON and Base64 code: no C library, no Foundation.
         // `Double.rounded()` calls libm, which Linux links only on request (Darwin's libSystem has it).
         .target(name: "OfferAPI", linkerSettings: [.linkedLibrary("m", .when(platforms: [.linux]))]),
         // The client module apps embed: Foundation (FoundationNetworking on Linux) and OfferAPI, nothing else.
         .target(name: "OfferKit", dependencies: ["OfferAPI"]),
-        .target(name: "OfferCrypto", dependencies: ["COpenSSL"]),
+        .target(name: "OfferCrypto", dependencies: ["COpenSSL", "CPKCS11", "CSystem"]),
         .target(name: "OfferCore", dependencies: ["OfferAPI", "OfferCrypto"]),
         .target(name: "OfferStore", dependencies: ["OfferCore", "OfferCrypto", "CSQLite", "CPostgreSQL"]),
         // The App Store Server API client: HTTPS over libcurl, the authentication JWT, lookups with a cache, a
@@ -55,7 +59,7 @@ let package = Package(
         // `make bench`'s raw-crypto floor: the service's own ES256 sign and verify calls in a loop.
         .executableTarget(name: "offer-signer-bench-crypto", dependencies: ["OfferAPI", "OfferCore", "OfferCrypto"]),
         .testTarget(name: "OfferAPITests", dependencies: ["OfferAPI"]),
-        .testTarget(name: "OfferCryptoTests", dependencies: ["OfferCrypto", "OfferTesting"]),
+        .testTarget(name: "OfferCryptoTests", dependencies: ["OfferCrypto", "OfferTesting", "CPKCS11"]),
         .testTarget(name: "OfferCoreTests", dependencies: ["OfferAPI", "OfferCore", "OfferCrypto", "OfferTesting"]),
         .testTarget(
             name: "OfferServerTests",

@@ -45,6 +45,29 @@ def _machine(report: dict) -> list[str]:
     ]
 
 
+def _profile(profile: dict) -> list[str]:
+    """Where the server's CPU goes per request: the kernel (system time) and user time split by perf's samples."""
+    if "skipped" in profile:
+        return [f"Where the CPU goes (perf): skipped ({profile['skipped']}).", ""]
+    if not profile:
+        return []
+    groups = list(next(iter(profile.values()))["userUsByGroup"])
+    lines = [
+        "Where the server's CPU goes, µs per request: the kernel is the run's system time (`/proc`); the user time "
+        "is split by library from `perf record -e cpu-clock` samples of a second closed-loop run of the same "
+        "scenario (sampling slows it a little, so these totals differ from the table above). \"Swift runtime\" is "
+        "reference counting, allocation and the standard library; libc is malloc, free, memcpy and memset.",
+        "",
+        "| scenario | kernel | " + " | ".join(groups) + " | user + kernel |",
+        "|---|---:|" + "---:|" * len(groups) + "---:|",
+    ]
+    for row in profile.values():
+        cells = " | ".join(f"{row['userUsByGroup'][group]:.1f}" for group in groups)
+        lines.append(f"| {row['label']} | {row['systemCpuPerRequestUs']:.1f} | {cells} | "
+                     f"{row['userCpuPerRequestUs'] + row['systemCpuPerRequestUs']:.1f} |")
+    return lines + [""]
+
+
 def markdown(report: dict) -> str:
     settings = report.get("settings", {})
     endpoints = report.get("endpoints", {})
@@ -65,11 +88,12 @@ def markdown(report: dict) -> str:
         "Closed loop (every connection sends its next request on the answer) unless the label says half load: then "
         "each connection waits after each answer, for about half the peak rate. Percentiles from wrk's own "
         "histogram (a Lua `done()`); CPU per request: the server's user + system time over the run (all processes "
-        "and threads, from `/proc`) over the requests wrk completed; peak RSS: `VmHWM` over the run (reset before "
-        "it); cores: CPU time over wall time, by thread.",
+        "and threads, from `/proc`) over the requests wrk completed, then the same apart; peak RSS: `VmHWM` over "
+        "the run (reset before it); cores: CPU time over wall time, by thread.",
         "",
-        "| scenario | req/s | p50 ms | p99 ms | p99.9 ms | CPU µs/req | peak RSS MiB | cores (by thread) |",
-        "|---|---:|---:|---:|---:|---:|---:|---|",
+        "| scenario | req/s | p50 ms | p99 ms | p99.9 ms | CPU µs/req | user + sys µs | peak RSS MiB | "
+        "cores (by thread) |",
+        "|---|---:|---:|---:|---:|---:|---|---:|---|",
     ]
     for result in endpoints.values():
         rss = result.get("peakRssKiB")
@@ -77,6 +101,7 @@ def markdown(report: dict) -> str:
         lines.append(
             f"| {result['label']} | {result['requestsPerSecond']:,.0f} | {result['p50Ms']:.2f} | "
             f"{result['p99Ms']:.2f} | {result['p999Ms']:.2f} | {_number(result.get('cpuPerRequestUs'))} | "
+            f"{_number(result.get('userCpuPerRequestUs'))} + {_number(result.get('systemCpuPerRequestUs'))} | "
             f"{_number(rss / 1024 if rss else None)} | {_number(result.get('serverCores'), 2)} ({split}) |"
         )
     lines += ["", "## Floors and ratios", ""]
@@ -128,6 +153,7 @@ def markdown(report: dict) -> str:
         lines.append("")
     elif "skipped" in instructions:
         lines += [f"Instructions (callgrind): skipped ({instructions['skipped']}).", ""]
+    lines += _profile(report.get("profile", {}))
     peer = report.get("peer", {})
     lines += ["## Against the peer", ""]
     if "ratios" in peer:

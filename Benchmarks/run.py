@@ -353,6 +353,21 @@ class ProcessFigures:
         """User + system CPU time of the processes so far (all threads)."""
         return sum(self.thread_cpu_seconds().values())
 
+    def user_system_seconds(self) -> tuple[float, float]:
+        """User and system CPU time of the processes so far, apart (the whole process: every thread, ended ones
+        included)."""
+        ticks = os.sysconf("SC_CLK_TCK")
+        user = system = 0.0
+        for pid in self.pids():
+            try:
+                with open(f"/proc/{pid}/stat", encoding="ascii") as stat:
+                    fields = stat.read().rsplit(")", 1)[1].split()
+                user += int(fields[11]) / ticks
+                system += int(fields[12]) / ticks
+            except (OSError, ValueError, IndexError):
+                continue
+        return user, system
+
     def thread_cpu_seconds(self) -> dict[str, float]:
         """CPU time per thread (by "pid/tid"); threads that vanish are left out."""
         ticks = os.sysconf("SC_CLK_TCK")
@@ -747,11 +762,36 @@ def ledger_commit_figures(port: int) -> dict[str, float]:
             raise BenchError(f"GET /metrics: status {response.status}")
     finally:
         connection.close()
-    figures = {}
+    figures: dict = {}
     for key, name in LEDGER_COMMIT_FIGURES.items():
         values = re.findall(rf"^{name}(?:\{{[^}}]*\}})? (\S+)$", text, re.MULTILINE)
         figures[key] = sum(float(value) for value in values)
+    # The commit time histogram: the cumulative count at or under each bound (seconds; inf for +Inf).
+    buckets: dict[float, float] = {}
+    for bound, value in re.findall(r'^offer_signer_ledger_commit_seconds_bucket\{[^}]*le="([^"]+)"\} (\S+)$', text,
+                                   re.MULTILINE):
+        key = float("inf") if bound == "+Inf" else float(bound)
+        buckets[key] = buckets.get(key, 0.0) + float(value)
+    figures["buckets"] = buckets
     return figures
+
+
+def histogram_quantile(quantile: float, before: dict[float, float], after: dict[float, float]) -> float | None:
+    """The `quantile` of what a cumulative histogram counted between two reads, interpolated linearly within its
+    bucket as Prometheus's histogram_quantile does (the last finite bound where it falls in +Inf); None when empty."""
+    bounds = sorted(after)
+    counts = [after[bound] - before.get(bound, 0.0) for bound in bounds]
+    if not counts or counts[-1] <= 0:
+        return None
+    rank = quantile * counts[-1]
+    lower_bound, lower_count = 0.0, 0.0
+    for bound, count in zip(bounds, counts):
+        if count >= rank:
+            if bound == float("inf"):
+                return lower_bound
+            return lower_bound + (bound - lower_bound) * (rank - lower_count) / (count - lower_count or 1)
+        lower_bound, lower_count = bound, count
+    return lower_bound
 
 
 def settled_counts(port: int) -> dict:
@@ -861,6 +901,7 @@ def run_wrk(args: argparse.Namespace, port: int, scenario: Scenario, directory: 
     commits_before = ledger_commit_figures(port) if server.has_metrics else {}
     rss_reset = server.reset_peak_rss()
     cpu_before = server.cpu_seconds()
+    split_before = server.user_system_seconds()
     threads_before = server.thread_cpu_seconds()
     wall_before = time.monotonic()
     try:
@@ -869,6 +910,7 @@ def run_wrk(args: argparse.Namespace, port: int, scenario: Scenario, directory: 
         raise BenchError(f"{scenario.label}: wrk did not finish within {args.duration + 60} s") from error
     wall = time.monotonic() - wall_before
     cpu = server.cpu_seconds() - cpu_before
+    split_after = server.user_system_seconds()
     threads_after = server.thread_cpu_seconds()
     if done.returncode != 0:
         raise BenchError(f"{scenario.label}: wrk exited {done.returncode}:\n{done.stderr}{done.stdout}")
@@ -878,6 +920,10 @@ def run_wrk(args: argparse.Namespace, port: int, scenario: Scenario, directory: 
     result["serverCores"] = cpu / wall if wall > 0 else None
     # wrk counts the answers it read; the server's CPU over them (a few more were in flight when wrk stopped).
     result["cpuPerRequestUs"] = cpu * 1e6 / result["requests"] if result["requests"] else None
+    # The same apart: user space (the service's own code and libraries) and the kernel (sockets, wake-ups).
+    if result["requests"]:
+        result["userCpuPerRequestUs"] = (split_after[0] - split_before[0]) * 1e6 / result["requests"]
+        result["systemCpuPerRequestUs"] = (split_after[1] - split_before[1]) * 1e6 / result["requests"]
     # Peak resident memory during this run (since the reset), or since the start where the reset was refused.
     result["peakRssKiB"] = server.peak_rss_kib()
     result["peakRssSince"] = "run" if rss_reset else "start"
@@ -904,6 +950,9 @@ def run_wrk(args: argparse.Namespace, port: int, scenario: Scenario, directory: 
             "meanGroup": (commits_after["records"] - commits_before["records"]) / commits,
             "meanCommitMs": (commits_after["microseconds"] - commits_before["microseconds"]) / commits / 1000,
         }
+        p99 = histogram_quantile(0.99, commits_before["buckets"], commits_after["buckets"])
+        if p99 is not None:
+            result["ledgerCommits"]["p99CommitMs"] = p99 * 1000
 
     # Statuses, exactly: wrk counts only >= 400, so the server's own counters are checked too.
     after_counts = request_counts(port)
@@ -1336,6 +1385,98 @@ def callgrind_requests(binary: str, config: Path, directory: Path, plan: list[Sc
     return figures
 
 
+# ---------------------------------------------------------------------------------------------
+# Where the CPU goes: perf's CPU-clock samples of the server under the same load, by library
+
+PROFILE_KEYS = ["livez", "promotional_jws", "promotional_verified"]
+PERF_FREQUENCY = 999  # samples a second per busy thread
+PROFILE_GROUPS = ["libcrypto", "Swift runtime", "offer-signer", "libc", "libmicrohttpd", "other"]
+
+
+def perf_missing() -> str | None:
+    """Why perf cannot sample this machine's processes, or None when it can."""
+    if shutil.which("perf") is None:
+        return "perf is not installed (make bench installs linux-perf)"
+    probe = subprocess.run(["perf", "record", "-q", "-e", "cpu-clock", "-o", "/dev/null", "--", "true"],
+                           capture_output=True, text=True, timeout=COMMAND_TIMEOUT, check=False)
+    if probe.returncode != 0:
+        return f"perf record failed ({probe.stderr.strip()[:300] or probe.returncode})"
+    return None
+
+
+def profile_group(dso: str, binary_name: str) -> str | None:
+    """The library a sample's DSO belongs to (None for the kernel: the /proc system time stands for it)."""
+    if dso.startswith("[kernel") or dso.startswith("[guest"):
+        return None
+    if dso.startswith("libcrypto"):
+        return "libcrypto"
+    if dso.startswith("libswift") or dso.startswith("libFoundation") or dso.startswith("libdispatch"):
+        return "Swift runtime"
+    if dso == binary_name:
+        return "offer-signer"
+    if dso.startswith("libc.so") or dso.startswith("libc-"):
+        return "libc"
+    if dso.startswith("libmicrohttpd"):
+        return "libmicrohttpd"
+    return "other"
+
+
+def perf_profile(args: argparse.Namespace, binary: str, config: Path, directory: Path, plan: list[Scenario]) -> dict:
+    """For each scenario of `plan`, a second closed-loop run under `perf record -e cpu-clock` (sampling slows it a
+    little: its own CPU figures are not the table's). The user-space samples by library give each library's share of
+    the user time; applied to that run's user CPU per request, with the system time beside it as the kernel's."""
+    server = Server(binary, config, directory)
+    binary_name = Path(binary).name
+    figures: dict = {}
+    try:
+        for scenario in plan:
+            preflight(server.port, scenario)
+            data = directory / f"perf.{scenario.key}.data"
+            recorder = subprocess.Popen(
+                ["perf", "record", "-q", "-e", "cpu-clock", "-F", str(PERF_FREQUENCY),
+                 "-p", ",".join(str(pid) for pid in server.pids()), "-o", str(data), "--",
+                 "sleep", str(args.duration + 1)],
+                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+            )
+            try:
+                result = run_wrk(args, server.port, scenario, directory, server)
+                _, errors = recorder.communicate(timeout=args.duration + 60)
+            except BaseException:
+                recorder.kill()
+                recorder.wait()
+                raise
+            if recorder.returncode != 0:
+                raise BenchError(f"perf {scenario.label}: perf record exited {recorder.returncode}: {errors[:500]}")
+            listing = run_command(["perf", "report", "-i", str(data), "--no-children", "--sort", "dso", "-g", "none",
+                                   "-q", "--stdio"])
+            shares = {group: 0.0 for group in PROFILE_GROUPS}
+            for line in listing.splitlines():
+                match = re.match(r"\s*([0-9.]+)%\s+(\S+)", line)
+                if match:
+                    group = profile_group(match.group(2), binary_name)
+                    if group is not None:
+                        shares[group] += float(match.group(1))
+            total = sum(shares.values())
+            if total <= 0:
+                raise BenchError(f"perf {scenario.label}: no user-space samples of the server")
+            user_us = result["userCpuPerRequestUs"]
+            figures[scenario.key] = {
+                "label": scenario.label,
+                "userCpuPerRequestUs": user_us,
+                "systemCpuPerRequestUs": result["systemCpuPerRequestUs"],
+                "userShares": {group: share / total for group, share in shares.items()},
+                "userUsByGroup": {group: user_us * share / total for group, share in shares.items()},
+            }
+            print(f"  {scenario.label}: user {user_us:.1f} us/req ("
+                  + ", ".join(f"{group} {user_us * share / total:.1f}" for group, share in shares.items())
+                  + f"), system {result['systemCpuPerRequestUs']:.1f} us/req", flush=True)
+    except BaseException:
+        server.abort()
+        raise
+    server.stop_cleanly("the server under perf")
+    return figures
+
+
 def instruction_ratios(requests: dict, floor: dict) -> dict:
     """Each scenario's instructions per request over its floor: bare HTTP (`/livez`) for /livez; one ES256 signature
     + bare HTTP for the JWS; one signature + two verifications (the transaction's and the renewal info's) + bare HTTP
@@ -1386,6 +1527,7 @@ def print_table(results: dict, baseline_sign: float) -> None:
             print(
                 f"  {result['label'][:60]:<60} {figures['commits']:>7} commits  {figures['meanGroup']:>5.1f} per group  "
                 f"{figures['meanCommitMs']:>6.2f} ms each"
+                + (f", p99 {figures['p99CommitMs']:.2f} ms" if "p99CommitMs" in figures else "")
             )
     for result in results.values():
         errors = {name: count for name, count in result["socketErrors"].items() if count}
@@ -1479,12 +1621,12 @@ def targets(results: dict, cpu_floors: dict) -> list[dict]:
             add(f"p99 at half load, {results[key.removesuffix('_half')]['label']} (ms)", results[key]["p99Ms"], 2.0,
                 f"{results[key]['p99Ms']:.2f} ms")
     if "sqlite_limited_half" in results:
-        commit = results.get("sqlite_limited", {}).get("ledgerCommits", {}).get("meanCommitMs")
+        # The commits' own p99 during the same half-load run, from the server's commit time histogram.
+        commit = results["sqlite_limited_half"].get("ledgerCommits", {}).get("p99CommitMs")
         if commit is not None:
-            # /metrics has the commits' mean time, not their p99: the target is read against the mean.
-            add("p99 at half load, limited offer on SQLite (ms; limit: mean commit + 2 ms)",
+            add("p99 at half load, limited offer on SQLite (ms; limit: the run's commit p99 + 2 ms)",
                 results["sqlite_limited_half"]["p99Ms"], commit + 2.0,
-                f"{results['sqlite_limited_half']['p99Ms']:.2f} ms (commit {commit:.2f} ms)")
+                f"{results['sqlite_limited_half']['p99Ms']:.2f} ms (commit p99 {commit:.2f} ms)")
     # The RSS target is for `"storage": "none"`: the first server's scenarios.
     peaks = [result["peakRssKiB"] for key, result in results.items()
              if key.removesuffix("_half") in NO_LEDGER_KEYS and result.get("peakRssKiB")]
@@ -1521,6 +1663,7 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
                         "info (default 1000)")
     parser.add_argument("--no-peer", action="store_true", help="leave out the peer (Benchmarks/peer)")
     parser.add_argument("--no-callgrind", action="store_true", help="leave out the instruction counts (callgrind)")
+    parser.add_argument("--no-perf", action="store_true", help="leave out the CPU profile by library (perf)")
     parser.add_argument("--report", default=str(Path(__file__).resolve().parent / "results"),
                         help="where to write report.md, throughput.png and latency.png (default Benchmarks/results)")
     parser.add_argument(
@@ -1661,6 +1804,21 @@ def main(argv: list[str]) -> int:
                 except BenchError as error:
                     print(f"warning: callgrind failed, instruction counts left out: {error}", file=sys.stderr)
                     instructions = {"skipped": f"failed: {str(error)[:2000]}"}
+            # Where the CPU goes, by library (perf's samples), for the scenarios with instruction counts.
+            profile: dict = {}
+            profile_plan = [scenario for scenario in every_scenario
+                            if scenario.key in PROFILE_KEYS and scenario.key in chosen]
+            missing = "--no-perf" if args.no_perf else perf_missing()
+            if missing:
+                profile = {"skipped": missing}
+                print(f"perf profile skipped: {missing}", flush=True)
+            else:
+                print("perf: where the server's CPU goes, by library ...", flush=True)
+                try:
+                    profile = perf_profile(args, binary, config_path, directory, profile_plan)
+                except BenchError as error:
+                    print(f"warning: perf failed, the profile left out: {error}", file=sys.stderr)
+                    profile = {"skipped": f"failed: {str(error)[:2000]}"}
     except BenchError as error:
         print(f"error: {error}", file=sys.stderr)
         return 1
@@ -1732,6 +1890,7 @@ def main(argv: list[str]) -> int:
         "endpoints": results,
         "cpuFloors": cpu_floors,
         "instructions": instructions,
+        "profile": profile,
         "peer": peer,
         "targets": target_rows,
         "ledger": recording,

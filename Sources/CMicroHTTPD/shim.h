@@ -23,4 +23,9 @@ static inline int offer_client_address(struct MHD_Connection *connection, char *
     }
     return 0;
 }
+/// The client's socket address (IPv4 or IPv6), or NULL: the close notice uses it to give back the address's place.
+static inline const struct sockaddr *offer_client_sockaddr(struct MHD_Connection *connection) {
+    const union MHD_ConnectionInfo *info = MHD_get_connection_info(connection, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+    return info == NULL ? NULL : info->client_addr;
+}
 #endif

@@ -15,9 +15,10 @@ extension StatusResponse {
     /// Verifies every signed transaction and renewal info of the answer as `trust`'s app's data with `verifier`
     /// (chain, signature, bundle, environment), and that the answer holds together: its `bundleId` is the app's,
     /// its environment one `trust` accepts, its `appAppleId` the app's in Production (when `appAppleId` is
-    /// configured), and each subscription's payloads name its `originalTransactionId` and environment.
+    /// configured), and each subscription's payloads name its `originalTransactionId` and environment; none is signed
+    /// later than `now` (Unix ms) plus the verifier's clock skew.
     public func verified(
-        with verifier: SignedDataVerifier, trust: AppTrust, appAppleId: Int64?
+        with verifier: SignedDataVerifier, trust: AppTrust, appAppleId: Int64?, now: Int64
     ) throws(SignedDataError) -> [VerifiedSubscriptionStatus] {
         if let bundleId, bundleId != trust.bundleId {
             throw SignedDataError(.wrongApp, "the answer is about \(bundleId), not \(trust.bundleId)")
@@ -38,9 +39,9 @@ extension StatusResponse {
                     throw SignedDataError(
                         .malformed, "a subscription of the answer lacks originalTransactionId or signedTransactionInfo")
                 }
-                let transaction = try trust.verify(signed, as: JWSTransactionPayload.self, with: verifier)
+                let transaction = try trust.verify(signed, as: JWSTransactionPayload.self, with: verifier, now: now)
                 let renewalInfo = try item.signedRenewalInfo.map { (token: String) throws(SignedDataError) in
-                    try trust.verify(token, as: JWSRenewalInfoPayload.self, with: verifier)
+                    try trust.verify(token, as: JWSRenewalInfoPayload.self, with: verifier, now: now)
                 }
                 for (name, value) in [
                     ("transaction", transaction.originalTransactionId),

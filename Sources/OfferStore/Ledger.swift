@@ -219,6 +219,15 @@ public struct CommitStatistics: Sendable, Equatable {
     public var largestGroup = 0
     /// The time all commits took together.
     public var duration = Duration.zero
+    /// Commits by the time each took: `durationBuckets[i]` counts those over `durationBounds[i - 1]` and at most
+    /// `durationBounds[i]`; the last counts those over every bound.
+    public var durationBuckets = [Int](repeating: 0, count: CommitStatistics.durationBounds.count + 1)
+
+    /// The upper bounds of the commit time buckets, in microseconds: a flush takes from a tenth of a millisecond on a
+    /// quiet disk to hundreds of milliseconds on a busy network one.
+    public static let durationBounds: [Int] = [
+        100, 250, 500, 1_000, 2_500, 5_000, 10_000, 25_000, 50_000, 100_000, 250_000, 500_000, 1_000_000,
+    ]
 
     public init() {}
 
@@ -227,5 +236,9 @@ public struct CommitStatistics: Sendable, Equatable {
         records += group
         largestGroup = max(largestGroup, group)
         duration += elapsed
+        let (seconds, attoseconds) = elapsed.components
+        let microseconds = seconds * 1_000_000 + attoseconds / 1_000_000_000_000
+        let bucket = CommitStatistics.durationBounds.firstIndex { microseconds <= $0 }
+        durationBuckets[bucket ?? CommitStatistics.durationBounds.count] += 1
     }
 }

@@ -2,13 +2,23 @@
 //
 //   offer-signer-bench-crypto sign N            N signatures of a promotional offer JWS's signing input
 //   offer-signer-bench-crypto verify N < JWS    N verifications of the compact JWS's signature with its x5c leaf key
+//   offer-signer-bench-crypto sign-pkcs11 N THREADS [serialized]
+//                                               N signatures with a key in a PKCS#11 token, from THREADS threads at
+//                                               once (each signature in flight has its own session); `serialized`
+//                                               makes them take turns under one lock instead, for comparison. The
+//                                               key: OFFER_SIGNER_BENCH_PKCS11_URI, _MODULE, and the PIN in _PIN
+//                                               (Scripts/bench-pkcs11.sh sets them up with SoftHSM)
+//   offer-signer-bench-crypto sign-threads N THREADS
+//                                               `sign` from THREADS threads at once, for the same comparison
 //
 // Prints one JSON line: the operation, the iterations, the wall-clock seconds of the loop and the operations per
 // second (one thread: per core). Benchmarks/run.py also runs it under callgrind for N and 2N iterations: the
 // difference of the two instruction counts over N is one operation's instructions, start-up excluded.
+import Dispatch
 import OfferAPI
 import OfferCore
 import OfferCrypto
+import Synchronization
 
 #if canImport(Glibc)
     import Glibc
@@ -26,9 +36,8 @@ enum BenchCryptoError: Error, CustomStringConvertible {
     }
 }
 
-/// ES256 over the signing input of a typical promotional offer JWS, as `CompactJWS.sign` calls it.
-func signLoop(iterations: Int) throws -> Duration {
-    let key = try SigningKey.generate()
+/// The signing input of a typical promotional offer JWS.
+func promotionalSigningInput() -> [UInt8] {
     let claims = PromotionalOfferClaims(
         bundleId: "com.example.bench", productId: "com.example.pro.monthly", offerIdentifier: "bench_open")
     let payload = OfferSignatures.promotionalOfferPayload(
@@ -37,6 +46,13 @@ func signLoop(iterations: Int) throws -> Duration {
     var signingInput = CompactJWS.encodedHeader(keyId: "BENCHKEY01")
     signingInput.append(UInt8(ascii: "."))
     Base64.appendURL(payload, to: &signingInput)
+    return signingInput
+}
+
+/// ES256 over the signing input of a typical promotional offer JWS, as `CompactJWS.sign` calls it.
+func signLoop(iterations: Int) throws -> Duration {
+    let key = try SigningKey.generate()
+    let signingInput = promotionalSigningInput()
     var total = 0
     let start = ContinuousClock.now
     for _ in 0..<iterations {
@@ -73,16 +89,68 @@ func verifyLoop(iterations: Int, token: String) throws -> Duration {
     return elapsed
 }
 
+/// `iterations` signatures with `key` spread over `threads` threads; with `serialized`, one at a time under a lock.
+func threadedSignLoop(key: SigningKey, iterations: Int, threads: Int, serialized: Bool) throws -> Duration {
+    let signingInput = promotionalSigningInput()
+    let turn = Mutex(())
+    let failures = Atomic<Int>(0)
+    let start = ContinuousClock.now
+    DispatchQueue.concurrentPerform(iterations: threads) { thread in
+        let share = iterations / threads + (thread < iterations % threads ? 1 : 0)
+        for _ in 0..<share {
+            let signature =
+                serialized
+                ? turn.withLock { _ in try? key.signatureRaw(for: signingInput) }
+                : try? key.signatureRaw(for: signingInput)
+            if signature?.count != 64 { failures.add(1, ordering: .relaxed) }
+        }
+    }
+    let elapsed = ContinuousClock.now - start
+    guard failures.load(ordering: .relaxed) == 0 else { throw BenchCryptoError.usage("a signature failed") }
+    return elapsed
+}
+
+/// The key `sign-pkcs11` uses, from the environment.
+func benchTokenKey() throws -> SigningKey {
+    func variable(_ name: String) throws -> String {
+        guard let value = getenv(name) else { throw BenchCryptoError.usage("\(name) is not set") }
+        return String(cString: value)
+    }
+    let uri = try PKCS11URI(parsing: try variable("OFFER_SIGNER_BENCH_PKCS11_URI"))
+    return try SigningKey(
+        pkcs11: PKCS11KeyReference(
+            uri: uri, modulePath: try variable("OFFER_SIGNER_BENCH_PKCS11_MODULE"),
+            pin: .environment("OFFER_SIGNER_BENCH_PKCS11_PIN")))
+}
+
 func run(_ arguments: [String]) throws {
-    guard arguments.count == 2, ["sign", "verify"].contains(arguments[0]), let iterations = Int(arguments[1]),
-        (1...10_000_000).contains(iterations)
-    else {
-        throw BenchCryptoError.usage(
-            "usage: offer-signer-bench-crypto sign N | offer-signer-bench-crypto verify N < JWS (N from 1 to 10000000)")
+    let usage =
+        "usage: offer-signer-bench-crypto sign N | verify N < JWS | sign-threads N THREADS | "
+        + "sign-pkcs11 N THREADS [serialized] (N from 1 to 10000000, THREADS from 1 to 64)"
+    guard arguments.count >= 2, ["sign", "verify", "sign-threads", "sign-pkcs11"].contains(arguments[0]),
+        let iterations = Int(arguments[1]), (1...10_000_000).contains(iterations)
+    else { throw BenchCryptoError.usage(usage) }
+    var threads = 1
+    var serialized = false
+    if arguments[0].hasPrefix("sign-") {
+        guard arguments.count == 3 || (arguments.count == 4 && arguments[0] == "sign-pkcs11"),
+            let count = Int(arguments[2]), (1...64).contains(count),
+            arguments.count == 3 || arguments[3] == "serialized"
+        else { throw BenchCryptoError.usage(usage) }
+        threads = count
+        serialized = arguments.count == 4
+    } else {
+        guard arguments.count == 2 else { throw BenchCryptoError.usage(usage) }
     }
     let elapsed: Duration
     if arguments[0] == "sign" {
         elapsed = try signLoop(iterations: iterations)
+    } else if arguments[0] == "sign-threads" {
+        elapsed = try threadedSignLoop(
+            key: try SigningKey.generate(), iterations: iterations, threads: threads, serialized: false)
+    } else if arguments[0] == "sign-pkcs11" {
+        elapsed = try threadedSignLoop(
+            key: try benchTokenKey(), iterations: iterations, threads: threads, serialized: serialized)
     } else {
         var token = ""
         while let line = readLine() { token += line }
@@ -90,9 +158,10 @@ func run(_ arguments: [String]) throws {
     }
     let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
     let rate = seconds > 0 ? Double(iterations) / seconds : 0
+    let detail = arguments[0].hasPrefix("sign-") ? ",\"threads\":\(threads),\"serialized\":\(serialized)" : ""
     print(
         "{\"operation\":\"\(arguments[0])\",\"iterations\":\(iterations),\"seconds\":\(seconds),"
-            + "\"perSecond\":\(rate)}")
+            + "\"perSecond\":\(rate)\(detail)}")
 }
 
 do {

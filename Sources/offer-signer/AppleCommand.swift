@@ -66,7 +66,9 @@ enum AppleCommand {
             localTesting: app.definition.localTesting)
         let subscriptions: [VerifiedSubscriptionStatus]
         do {
-            subscriptions = try response.verified(with: verifier, trust: trust, appAppleId: app.definition.appAppleId)
+            subscriptions = try response.verified(
+                with: verifier, trust: trust, appAppleId: app.definition.appAppleId,
+                now: SystemClock.nowMilliseconds())
         } catch {
             throw CommandError("the App Store Server API's answer did not verify: \(error)")
         }

@@ -1,4 +1,5 @@
 import OfferCore
+import OfferCrypto
 
 /// Dispatches `offer-signer <command>` to its implementation and maps failures to exit statuses:
 /// 0 success, 1 failure, 2 usage mistake.
@@ -6,6 +7,15 @@ enum CommandLineTool {
     static func run(_ arguments: ArraySlice<String>) -> Int32 {
         let words = Array(arguments.prefix(2))
         let first = words.first ?? "--help"
+        // Before any command reads a key: no core dump, no ptrace by this user's other processes, and OpenSSL's
+        // secure heap for private scalars. `serve` logs what did not take effect; other commands print it, but for
+        // a heap that could not be locked in memory, which matters little to a process that ends at once.
+        let hardening = ProcessHardening.apply()
+        if first != "serve" {
+            for warning in hardening where !warning.isMemoryLockOnly {
+                Console.err("offer-signer: warning: \(warning.message)")
+            }
+        }
         if let group = groups[first] {
             if words.count == 1 || words[1].hasPrefix("-") {
                 // A command group without a subcommand, or with --help: show the group's usage.
@@ -37,6 +47,8 @@ enum CommandLineTool {
                 return try command(arguments.dropFirst(2), help: Help.configCheck, run: ConfigCheckCommand.run)
             case ("keys", "generate"):
                 return try command(arguments.dropFirst(2), help: Help.keysGenerate, run: KeysCommand.generate)
+            case ("keys", "import"):
+                return try command(arguments.dropFirst(2), help: Help.keysImport, run: KeysCommand.importIntoToken)
             case ("keys", "import-storekit"):
                 return try command(
                     arguments.dropFirst(2), help: Help.keysImportStoreKit, run: KeysCommand.importStoreKit)
@@ -82,7 +94,10 @@ enum CommandLineTool {
     ]
     private static let groups: [String: (subcommands: [String], help: String)] = [
         "config": (["check"], Help.configCheck),
-        "keys": (["generate", "import-storekit"], Help.keysGenerate + "\n" + Help.keysImportStoreKit),
+        "keys": (
+            ["generate", "import", "import-storekit"],
+            Help.keysGenerate + "\n" + Help.keysImport + "\n" + Help.keysImportStoreKit
+        ),
         "sign": (["promotional-offer", "introductory-offer-eligibility", "legacy"], Help.sign),
         "testkit": (["ca", "sign", "apple-api"], Help.testkit),
         "apple": (["status", "backfill"], Help.apple),

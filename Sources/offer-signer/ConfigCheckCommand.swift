@@ -31,7 +31,8 @@ enum ConfigCheckCommand {
             "listen: \(settings.listen.host):\(settings.listen.port)",
             "storage: \(settings.storage.description) (opened)",
             "trust: \(settings.trust.rootCertificateFiles.count) root certificate(s); environments "
-                + settings.trust.environments.map(\.rawValue).joined(separator: ", "),
+                + settings.trust.environments.map(\.rawValue).joined(separator: ", ")
+                + "; signedDate at most \(settings.trust.maxClockSkewSeconds) s ahead of this clock",
             "logging: \(settings.logging.level.label), \(settings.logging.format.rawValue)",
             "catalog: \(settings.catalog.rawValue)"
                 + (settings.catalog == .storage ? " (published versions in the storage)" : " (this file's offers)"),
@@ -61,7 +62,7 @@ enum ConfigCheckCommand {
             for key in app.keys {
                 let role = key.keyId == app.activeKeyId ? "signing" : "verify-only (rotation)"
                 let curve = catalog.apps[app.bundleId]?.keys[key.keyId]?.key.curveName ?? "?"
-                lines.append("  key \(key.keyId): \(role), \(curve), \(key.privateKeyFile)")
+                lines.append("  key \(key.keyId): \(role), \(curve), \(key.location)")
             }
             let servedApp = catalog.apps[app.bundleId]?.definition ?? app
             if settings.catalog == .storage {

@@ -13,6 +13,7 @@ enum Help {
           reload                     make a running service reload its configuration; report whether it worked
           config check               validate a configuration file and print a summary
           keys generate              write a new P-256 key (PKCS#8 PEM, mode 0600)
+          keys import                put an App Store .p8 key into a PKCS#11 token (HSM), non-extractable
           keys import-storekit       write the key of an Xcode .storekit file as a .p8 (mode 0600)
           sign promotional-offer     sign one promotional offer JWS offline
           sign introductory-offer-eligibility
@@ -75,6 +76,9 @@ enum Help {
         loopback only unless "allowRemote"), never on the public port, and a second line is printed:
         "offer-signer admin listening on http://HOST:PORT" (the console is at /admin/ there). Both listeners
         stop together.
+        Key files must be regular files (a FIFO or device is refused); their text is wiped once parsed, the
+        process is not dumpable and has no core limit. Run it with SWIFT_BACKTRACE=enable=no, or a crash
+        report may print memory to the logs: without it one warning is logged at start.
 
           --config FILE        configuration file (JSON), required
           --host HOST          listen address, overrides the config
@@ -145,6 +149,22 @@ enum Help {
 
         Writes a new P-256 private key as PKCS#8 PEM to FILE with mode 0600 (never overwrites) and prints
         its public key. Useful for tests and local development; App Store keys come from App Store Connect.
+        """
+
+    static let keysImport = """
+        Usage: offer-signer keys import --pkcs11 URI --module PATH (--pin-file FILE | --pin-env NAME)
+              [--key-id ID] FILE.p8
+
+        Puts the App Store key of FILE.p8 into the PKCS#11 token URI names (RFC 7512, like
+        "pkcs11:token=offer-signer;object=ABC123DEF4"; object= is the new key's label, id= its CKA_ID, the
+        label's bytes when left out) as a private key object that is sensitive, non-extractable and kept in the
+        token, with its public key object beside it. PATH is the token's PKCS#11 library (SoftHSM:
+        /usr/lib/softhsm/libsofthsm2.so). The user PIN is read from FILE (readable by its owner only) or from
+        the environment variable NAME, never from the command line. The key ID comes from the file name
+        (AuthKey_ID.p8, SubscriptionKey_ID.p8) unless --key-id gives it. Refuses when the token is missing, the
+        PIN is wrong, or the token already holds an object with that label or ID. Opens the key back from the
+        token, checks it is the same key, and prints the entry for the configuration's "keys". The service then
+        needs only the token: keep an offline copy of FILE.p8 if you want one, and destroy this one.
         """
 
     static let keysImportStoreKit = """

@@ -30,6 +30,12 @@ enum ServeCommand {
             }
             log.format = format
         }
+        for warning in ProcessHardening.apply() { log.warning(warning.message) }
+        if let warning = ProcessHardening.backtraceWarning(
+            getenv(ProcessHardening.backtraceVariable).map { String(cString: $0) })
+        {
+            log.warning(warning)
+        }
         let host = options["host"] ?? settings.listen.host
         var port = settings.listen.port
         if let text = options["port"] {
@@ -52,6 +58,7 @@ enum ServeCommand {
         var limits = HTTPServerLimits()
         limits.threads = settings.listen.threads
         limits.maxConnections = settings.listen.maxConnections
+        limits.maxConnectionsPerAddress = settings.connectionsPerAddress
         limits.idleTimeoutSeconds = settings.listen.idleTimeoutSeconds
         limits.recordsClientAddress = settings.rateLimit != nil
         if let header = settings.rateLimit?.clientAddressHeader { limits.forwardedHeaders.append(header) }

@@ -56,9 +56,18 @@ enum TestKitAppleAPICommand {
 
     /// A PEM public key, or the public half of a PEM private key (an In-App Purchase `.p8`).
     private static func loadPublicKey(_ path: String) throws -> VerifyingKey {
-        guard let pem = FileBytes.read(path) else { throw CommandError("\(path): cannot read the public key") }
-        if let key = try? VerifyingKey(pem: pem) { return key }
-        if let key = try? SigningKey(pem: pem), let publicKey = try? key.publicKey { return publicKey }
-        throw CommandError("\(path): not a PEM public key (or private key)")
+        // Read as a key file (wiped after parsing), without the private key's access checks: a public key is
+        // usually readable by all.
+        let key: VerifyingKey?
+        do {
+            key = try PrivateKeyFile.withContents(path: path, requireProtected: false) { pem in
+                if let key = try? SigningKey(pem: pem) { return try? key.publicKey }
+                return try? VerifyingKey(pem: Array(pem))
+            }
+        } catch let error as CryptoError {
+            throw CommandError(error.message)
+        }
+        guard let key else { throw CommandError("\(path): not a PEM public key (or private key)") }
+        return key
     }
 }

@@ -35,7 +35,9 @@ struct RetentionCommandTests {
         ])
         #expect(status == 0, "\(error)")
         #expect(error.isEmpty)
-        let payloads = try output.split(separator: "\n").map { try trust.verify(String($0), with: verifier) }
+        let payloads = try output.split(separator: "\n").map {
+            try trust.verify(String($0), with: verifier, now: Deployment.wallClock())
+        }
         #expect(payloads.count == 3)
         #expect(payloads.first?.requestIdentifier == "11111111-2222-4333-8444-555555555555")
         #expect(Set(payloads.map(\.requestIdentifier)).count == 3)

@@ -14,6 +14,9 @@
 4. The Containerfile: built with --static-swift-stdlib, run as 10001 on debian:bookworm-slim, and its runtime
    stage installs the Debian package of every shared library the built binary links (readelf for the libraries
    it needs, ldd for where they resolve, dpkg -S for their packages), bar a short list the base image has.
+5. Crash reports: the systemd unit, the Containerfile's runtime stage and the Deployment's container set
+   SWIFT_BACKTRACE=enable=no (the Swift runtime's crash report prints registers and the memory around them to the
+   logs), and the unit sets LimitCORE=0; the binary warns at start without the setting and not with it.
 
 Each check is a function returning its problems; the tests run it on the real files (no problem) and on a copy
 with one thing broken (that problem), so each check is shown able to fail.
@@ -51,6 +54,9 @@ BASE_PACKAGES = {"libc6", "libgcc-s1", "libstdc++6", "zlib1g"}
 # Libraries of the Swift toolchain, in the binary itself when it is built with --static-swift-stdlib.
 SWIFT_RUNTIME = re.compile(r"^lib(swift\w*|_?swift_\w+|dispatch|BlocksRuntime|Foundation\w*)\.so")
 SERVICE_USER = 10001
+SYSTEMD_UNIT = REPO_ROOT / "Deploy" / "systemd" / "offer-signer.service"
+# The one environment variable with a literal value: it holds no secret.
+BACKTRACE_SETTING = ("SWIFT_BACKTRACE", "enable=no")
 
 
 # -- the files ------------------------------------------------------------------------------------------------------
@@ -182,7 +188,8 @@ def deployment_problems(deployment: dict[str, Any]) -> list[str]:
     env = {item["name"]: item for item in container.get("env", [])}
     password = env.get("PGPASSWORD", {}).get("valueFrom", {}).get("secretKeyRef", {})
     expect(bool(password.get("name")) and bool(password.get("key")), "PGPASSWORD does not come from a Secret")
-    expect(all("value" not in item for item in env.values()), "an environment variable has a literal value")
+    expect(all("value" not in item for name, item in env.items() if name != BACKTRACE_SETTING[0]),
+           "an environment variable has a literal value")
 
     volumes = {volume["name"]: volume for volume in pod.get("volumes", [])}
     mounts = {mount["name"]: mount for mount in container.get("volumeMounts", [])}
@@ -552,3 +559,70 @@ def test_the_runtime_image_installs_a_package_for_every_linked_library(container
     assert "libfoo.so.1 belongs to no Debian package" in image_problems(containerfile, unknown)
     assert "the runtime stage does not run as 10001" in image_problems(containerfile.replace("USER 10001", "USER 0"),
                                                                        linked)
+
+
+# -- 5. crash reports -------------------------------------------------------------------------------------------------
+
+
+def crash_report_problems(unit: str, containerfile: str, deployment: dict[str, Any]) -> list[str]:
+    name, value = BACKTRACE_SETTING
+    problems: list[str] = []
+    if f"Environment={name}={value}" not in [line.strip() for line in unit.splitlines()]:
+        problems.append(f"the systemd unit does not set {name}={value}")
+    if "LimitCORE=0" not in [line.strip() for line in unit.splitlines()]:
+        problems.append("the systemd unit does not set LimitCORE=0")
+    if not re.search(rf"^ENV {name}={value}$", runtime_stage(containerfile), re.MULTILINE):
+        problems.append(f"the runtime image does not set {name}={value}")
+    container = deployment["spec"]["template"]["spec"]["containers"][0]
+    env = {item["name"]: item.get("value") for item in container.get("env", [])}
+    if env.get(name) != value:
+        problems.append(f"the Deployment's container does not set {name}={value}")
+    return problems
+
+
+def test_crash_reports_are_off_in_every_deployment(documents, containerfile):
+    deployment = one(documents, "Deployment")
+    unit = SYSTEMD_UNIT.read_text()
+    assert crash_report_problems(unit, containerfile, deployment) == []
+    name, value = BACKTRACE_SETTING
+    assert f"the systemd unit does not set {name}={value}" in crash_report_problems(
+        unit.replace(f"Environment={name}={value}", f"Environment={name}=sanitize=yes"), containerfile, deployment)
+    assert "the systemd unit does not set LimitCORE=0" in crash_report_problems(
+        unit.replace("LimitCORE=0", "LimitCORE=infinity"), containerfile, deployment)
+    assert f"the runtime image does not set {name}={value}" in crash_report_problems(
+        unit, containerfile.replace(f"ENV {name}={value}", ""), deployment)
+    broken = copy.deepcopy(deployment)
+    broken["spec"]["template"]["spec"]["containers"][0]["env"] = [
+        item for item in broken["spec"]["template"]["spec"]["containers"][0]["env"] if item["name"] != name]
+    assert f"the Deployment's container does not set {name}={value}" in crash_report_problems(
+        unit, containerfile, broken)
+
+
+def test_the_service_warns_at_start_without_the_setting(tmp_path: Path):
+    """The binary's own check, through `serve`: one warning line naming the setting, none with it set."""
+    name, value = BACKTRACE_SETTING
+    key = generate_key(tmp_path, "KEY1")
+    config = tmp_path / "offer-signer.json"
+    config.write_text(json.dumps({
+        "storage": "memory",
+        "apps": [{"bundleId": "com.example.app", "issuerId": "57246542-96fe-1a63-e053-0824d011072a",
+                  "keys": [{"keyId": "KEY1", "privateKeyFile": str(key)}],
+                  "offers": [{"id": "o", "type": "promotional", "productIds": ["p"],
+                              "requiresVerifiedCustomer": False}]}],
+    }))
+
+    def warnings(environment: dict[str, str]) -> list[str]:
+        process = subprocess.Popen(
+            [str(binary()), "serve", "--config", str(config), "--port", "0", "--log-level", "warning"],
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=environment)
+        assert process.stdout is not None and process.stdout.readline().startswith("offer-signer listening on")
+        process.terminate()
+        _, errors = process.communicate(timeout=15)
+        assert process.returncode == 0, errors
+        return [line for line in errors.splitlines() if name in line]
+
+    environment = {key: item for key, item in os.environ.items() if key != name}
+    without = warnings(environment)
+    assert len(without) == 1 and f"{name}={value}" in without[0], without
+    assert warnings({**environment, name: value}) == []
+    assert len(warnings({**environment, name: "sanitize=yes"})) == 1

@@ -13,6 +13,10 @@ of the real binary and, where what nginx sends the service must be seen, in fron
 6. Routes: /v1/ (the Apple routes too, their paths unchanged), /livez, /readyz; /metrics only on its own listener.
 7. Request IDs: one ID in nginx's log, the service's log and the answer.
 8. No retries, and the retention route gives up at Apple's 700 ms deadline; other routes wait longer.
+9. Abuse (issue 12): a request smuggled in a body never reaches the service; HTTP/1.1 without Host is refused; an
+   encoded path is refused by nginx or passed on exactly as sent; slowloris and idle floods from one address stay
+   at nginx (the service sees only whole requests) while another address is served (latency printed with `-s`);
+   requests in progress are limited per client address (64, then 429).
 """
 
 from __future__ import annotations
@@ -164,7 +168,10 @@ class Recorder:
 
             do_GET = do_POST = handle_request
 
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        class Listener(ThreadingHTTPServer):
+            request_queue_size = 128  # nginx may open 64 connections at once (the per-address test)
+
+        self.server = Listener(("127.0.0.1", 0), Handler)
         self.server.daemon_threads = True
         self.port = self.server.server_address[1]
         self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
@@ -556,3 +563,154 @@ def test_other_routes_wait_longer_than_the_retention_deadline(recorded, recorder
     response = recorded.post(path, b"{}")
     assert response.status == 200, response.body
     assert time.monotonic() - started >= 1.5
+
+
+# MARK: - 9. Smuggling and connection abuse through nginx (issue 12)
+
+
+# A signing request hidden in a body: if the service ever answered it, the framing was read two ways.
+HIDDEN = (f"POST {PROMO_PATH} HTTP/1.1\r\nHost: offers.example.com\r\nContent-Type: application/json\r\n"
+          f"Content-Length: {len(promo_body())}\r\n\r\n").encode() + promo_body()
+SIGNING_ROUTE = "route=/v1/signatures/promotional-offer"
+
+
+def read_all(connection: socket.socket, timeout: float = 5) -> tuple[bytes, bool]:
+    """Everything until the peer closes (and whether it did within `timeout`)."""
+    deadline = time.monotonic() + timeout
+    data = b""
+    while time.monotonic() < deadline:
+        connection.settimeout(max(0.01, deadline - time.monotonic()))
+        try:
+            chunk = connection.recv(65536)
+        except (TimeoutError, socket.timeout):
+            return data, False
+        except (ssl.SSLError, ConnectionResetError):
+            return data, True
+        if not chunk:
+            return data, True
+        data += chunk
+    return data, False
+
+
+@pytest.mark.parametrize("case", list(AMBIGUOUS))
+def test_a_request_smuggled_in_a_body_never_reaches_the_service(proxy, service, case):
+    version, headers, status, _ = AMBIGUOUS[case]
+    before = service.stderr_path.read_text(errors="replace").count(SIGNING_ROUTE)
+    # The framing's first reading ends the body at once (an empty chunk, or 5 bytes); the hidden request follows.
+    raw = (f"POST {PROMO_PATH} {version}\r\nHost: offers.example.com\r\n{headers}\r\n").encode() + b"0\r\n\r\n" + HIDDEN
+    with proxy.tls_socket() as connection:
+        connection.sendall(raw)
+        data, closed = read_all(connection)
+    assert closed, f"the connection stayed open: {data[:300]!r}"
+    assert data.count(b"HTTP/1.1 ") == 1, data[:600]
+    assert data.startswith(f"HTTP/1.1 {status}".encode()), data[:300]
+    assert b"compactJWS" not in data
+    time.sleep(0.2)
+    assert service.stderr_path.read_text(errors="replace").count(SIGNING_ROUTE) == before
+
+
+def test_http_1_1_without_host_is_refused_by_nginx(proxy):
+    with proxy.tls_socket() as connection:
+        connection.sendall(b"GET /livez HTTP/1.1\r\n\r\n")
+        response = read_response(connection)
+    assert response.status == 400, response.body
+    assert response.json()["error"]["code"] == "invalid_request"
+    assert log_fields(proxy, response.headers["x-request-id"])["upstream"] == "-"
+
+
+ENCODED_PATHS = ["/%6detrics", "/metrics%00.css", "/v1/%2e%2e/metrics", "/v1/..%2Fmetrics", "/v1/eligibility%00",
+                 "/v1/%65ligibility", "/v1/x/%2e%2e/eligibility", "/livez%2F..%2Fmetrics"]
+
+
+@pytest.mark.parametrize("path", ENCODED_PATHS)
+def test_an_encoded_path_is_refused_by_nginx_or_passed_on_as_sent(recorded, recorder, path):
+    before = len(recorder.requests)
+    response = recorded.exchange(f"GET {path} HTTP/1.1\r\nHost: offers.example.com\r\nConnection: close\r\n\r\n"
+                                 .encode())
+    upstream = log_fields(recorded, response.headers["x-request-id"])["upstream"]
+    reached = recorder.requests[before:]
+    print(f"\n{path}: {response.status}, upstream {upstream}, reached as {[r['path'] for r in reached]}")
+    if upstream == "-":
+        assert response.status in (400, 404), response.body
+        assert response.json()["error"]["code"] in ("invalid_request", "not_found")
+        assert reached == []
+    else:
+        # Passed on: exactly as the client sent it (the service routes on the raw path), under /v1/ only.
+        assert [request["path"] for request in reached] == [path]
+        assert path.startswith("/v1/")
+
+
+def service_connections(port: int) -> int:
+    """Established TCP connections to 127.0.0.1:`port` (the service's side), from /proc/net/tcp."""
+    count = 0
+    for line in Path("/proc/net/tcp").read_text().splitlines()[1:]:
+        fields = line.split()
+        local, state = fields[1], fields[3]
+        if state == "01" and int(local.split(":")[1], 16) == port:
+            count += 1
+    return count
+
+
+def probe(proxy: Nginx) -> float:
+    started = time.monotonic()
+    response = proxy.request("GET", "/livez", source="127.0.0.3", timeout=10)
+    elapsed = time.monotonic() - started
+    assert response.status == 200, response.body
+    return elapsed
+
+
+@pytest.mark.parametrize("kind", ["slowloris", "idle"])
+def test_a_flood_from_one_address_stays_at_nginx(proxy, service, kind):
+    count = 150  # the test's nginx has 256 worker connections
+    before = service_connections(service.port)
+    flood: list[ssl.SSLSocket] = []
+    quiet = sorted(probe(proxy) for _ in range(5))
+    try:
+        for _ in range(count):
+            connection = proxy.tls_socket(source="127.0.0.2")
+            if kind == "slowloris":
+                connection.sendall(f"POST {PROMO_PATH} HTTP/1.1\r\nHost: offers.example.com\r\nX-Slow: ".encode())
+            else:
+                connection.sendall(b"GET /livez HTTP/1.1\r\nHost: offers.example.com\r\n\r\n")
+                assert read_response(connection).status == 200
+            flood.append(connection)
+        during = sorted(probe(proxy) for _ in range(20))
+        held = service_connections(service.port)
+    finally:
+        for connection in flood:
+            connection.close()
+    print(f"\nthrough nginx, {kind} flood of {count} connections from 127.0.0.2: the service held {held} "
+          f"connections (before: {before}); probe from 127.0.0.3 median {quiet[2] * 1000:.1f} ms quiet, "
+          f"{during[10] * 1000:.1f} ms during (max {during[-1] * 1000:.1f} ms)")
+    # Only whole requests are passed on, over nginx's kept-alive connections (16 kept): never one per client.
+    assert held <= max(before, 16) + 2, (before, held)
+    assert during[-1] < 5
+
+
+def test_requests_in_progress_are_limited_per_client_address(recorded, recorder):
+    path = "/v1/eligibility/slow-in-progress"
+    recorder.slow[path] = 2.0
+    answers: list[int] = []
+
+    def ask() -> None:
+        try:
+            answers.append(recorded.post(path, b"{}", source="127.0.0.2", timeout=20).status)
+        except OSError:
+            answers.append(-1)  # counted below: only 200s and 429s are expected
+
+    before = len(recorder.to(path))
+    threads = [threading.Thread(target=ask) for _ in range(70)]
+    try:
+        for thread in threads:
+            thread.start()
+        time.sleep(1.0)
+        # Another address is served meanwhile (nginx refuses fast; this one waits the recorder's 2 s).
+        other = recorded.post(path, b"{}", source="127.0.0.3", timeout=20)
+        for thread in threads:
+            thread.join(timeout=30)
+    finally:
+        recorder.slow.pop(path, None)
+    assert other.status == 200
+    counted = {status: answers.count(status) for status in set(answers)}
+    assert counted == {200: 64, 429: 6}, counted
+    assert len(recorder.to(path)) == before + 65

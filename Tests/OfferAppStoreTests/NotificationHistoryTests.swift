@@ -52,14 +52,16 @@ struct NotificationHistoryTests {
         for item in all {
             let verified = try harness.verifier.verify(
                 try #require(item.signedPayload), signingDate: { $0["signedDate"] },
-                selfSignedEnvironment: { $0["data"]?["environment"] }, allowSelfSigned: false, policies: [])
+                selfSignedEnvironment: { $0["data"]?["environment"] }, allowSelfSigned: false, now: harness.clock.now,
+                policies: [])
             #expect(verified.signedDate > previous)
             previous = verified.signedDate
             #expect(verified.payload["data"]?["bundleId"] == .string(FakeAPIHarness.bundleId))
             #expect(verified.payload["data"]?["environment"] == .string("Production"))
             #expect(verified.payload["data"]?["appAppleId"] == .int(FakeAPIHarness.appAppleId))
             let transaction = try #require(verified.payload["data"]?["signedTransactionInfo"]?.stringValue)
-            let payload = try harness.trust.verify(transaction, as: JWSTransactionPayload.self, with: harness.verifier)
+            let payload = try harness.trust.verify(
+                transaction, as: JWSTransactionPayload.self, with: harness.verifier, now: harness.clock.now)
             #expect(payload.originalTransactionId == "3000000000000000")
             uuids.insert(try #require(verified.payload["notificationUUID"]?.stringValue))
             #expect(item.sendAttempts.count == 1)

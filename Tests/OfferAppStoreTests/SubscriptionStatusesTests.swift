@@ -20,7 +20,7 @@ struct SubscriptionStatusesTests {
         #expect(response.data.map(\.subscriptionGroupIdentifier) == ["21000001"])
         #expect(response.lastTransactions.map(\.status) == [.active])
         let verified = try response.verified(
-            with: harness.verifier, trust: harness.trust, appAppleId: FakeAPIHarness.appAppleId)
+            with: harness.verifier, trust: harness.trust, appAppleId: FakeAPIHarness.appAppleId, now: harness.clock.now)
         let subscription = try #require(verified.first)
         #expect(subscription.originalTransactionId == "1000000000000001")
         #expect(subscription.transaction.transactionId == "1000000000000042")
@@ -38,11 +38,12 @@ struct SubscriptionStatusesTests {
         let harness = try FakeAPIHarness(state: FakeAPIHarness.state())
         let response = try await harness.api().subscriptionStatuses(transactionId: "1000000000000001")
         #expect(throws: SignedDataError(.wrongApp, "the answer's appAppleId 1234567890 is not the app's")) {
-            _ = try response.verified(with: harness.verifier, trust: harness.trust, appAppleId: 42)
+            _ = try response.verified(
+                with: harness.verifier, trust: harness.trust, appAppleId: 42, now: harness.clock.now)
         }
         let other = AppTrust(bundleId: "com.example.other", environments: [.production])
         #expect(throws: SignedDataError(.wrongApp, "the answer is about com.example.app, not com.example.other")) {
-            _ = try response.verified(with: harness.verifier, trust: other, appAppleId: nil)
+            _ = try response.verified(with: harness.verifier, trust: other, appAppleId: nil, now: harness.clock.now)
         }
         var tampered = response
         var token = Array(try #require(tampered.data[0].lastTransactions[0].signedTransactionInfo).utf8)
@@ -50,7 +51,8 @@ struct SubscriptionStatusesTests {
         token[dot + 5] = token[dot + 5] == UInt8(ascii: "A") ? UInt8(ascii: "B") : UInt8(ascii: "A")
         tampered.data[0].lastTransactions[0].signedTransactionInfo = String(decoding: token, as: UTF8.self)
         #expect {
-            _ = try tampered.verified(with: harness.verifier, trust: harness.trust, appAppleId: nil)
+            _ = try tampered.verified(
+                with: harness.verifier, trust: harness.trust, appAppleId: nil, now: harness.clock.now)
         } throws: { error in
             let reason = (error as? SignedDataError)?.reason
             return reason == .badSignature || reason == .malformed
@@ -63,7 +65,8 @@ struct SubscriptionStatusesTests {
         let response = try await harness.api().subscriptionStatuses(transactionId: "1000000000000042")
         #expect(response.environment == .sandbox)
         #expect(response.appAppleId == nil)
-        let verified = try response.verified(with: harness.verifier, trust: harness.trust, appAppleId: 7)
+        let verified = try response.verified(
+            with: harness.verifier, trust: harness.trust, appAppleId: 7, now: harness.clock.now)
         #expect(verified.first?.transaction.environment == .sandbox)
         #expect(harness.fake.requestCount(.production, .subscriptionStatuses) == 1)
         #expect(harness.fake.requestCount(.sandbox, .subscriptionStatuses) == 1)

@@ -57,7 +57,7 @@ struct NotificationTrustTests {
     func sandbox() throws {
         let token = try notification(
             transaction: Self.transaction(environment: "Sandbox"), renewalInfo: Self.renewal(environment: "Sandbox"))
-        let verified = try trust().verify(token, with: verifier)
+        let verified = try trust().verify(token, with: verifier, now: Self.now)
         #expect(verified.environment == .sandbox)
         #expect(verified.namespace == .sandbox)
         #expect(verified.payload.notificationType == .subscribed)
@@ -71,7 +71,7 @@ struct NotificationTrustTests {
         let token = try notification(
             environment: "Production", appAppleId: Self.appAppleId,
             transaction: Self.transaction(environment: "Production"))
-        let verified = try trust().verify(token, with: verifier)
+        let verified = try trust().verify(token, with: verifier, now: Self.now)
         #expect(verified.environment == .production)
         #expect(verified.transaction?.environment == .production)
     }
@@ -79,7 +79,7 @@ struct NotificationTrustTests {
     @Test("a TEST notification (no transaction) and an unknown type verify")
     func testAndUnknownTypes() throws {
         for type in ["TEST", "SOMETHING_APPLE_ADDS_NEXT_YEAR"] {
-            let verified = try trust().verify(try notification(type: type), with: verifier)
+            let verified = try trust().verify(try notification(type: type), with: verifier, now: Self.now)
             #expect(verified.payload.notificationType?.rawValue == type)
             #expect(verified.transaction == nil && verified.renewalInfo == nil)
         }
@@ -146,7 +146,7 @@ struct NotificationTrustTests {
             ),
         ]
         for (token, trust, error) in cases {
-            #expect(throws: error) { _ = try trust.verify(token, with: verifier) }
+            #expect(throws: error) { _ = try trust.verify(token, with: verifier, now: Self.now) }
         }
     }
 
@@ -159,7 +159,7 @@ struct NotificationTrustTests {
             transaction: Self.transaction(environment: "Sandbox"), signedDate: Self.now
         ).payload(signing: { try stranger.sign($0) })
         let error = #expect(throws: SignedDataError.self) {
-            _ = try trust().verify(try factory.sign(payload), with: verifier)
+            _ = try trust().verify(try factory.sign(payload), with: verifier, now: Self.now)
         }
         #expect(error?.reason == .untrustedChain)
         #expect(error?.message.hasPrefix("data.signedTransactionInfo: ") == true)
@@ -168,13 +168,15 @@ struct NotificationTrustTests {
     @Test("one changed byte anywhere in the notification fails; the same notification verifies", arguments: 0..<3)
     func tampered(part: Int) throws {
         let token = try notification(transaction: Self.transaction(environment: "Sandbox"))
-        #expect(throws: Never.self) { _ = try trust().verify(token, with: verifier) }
+        #expect(throws: Never.self) { _ = try trust().verify(token, with: verifier, now: Self.now) }
         var parts = token.split(separator: ".").map(String.init)
         var bytes = Array(parts[part].utf8)
         let index = bytes.count / 2
         bytes[index] = bytes[index] == UInt8(ascii: "A") ? UInt8(ascii: "B") : UInt8(ascii: "A")
         parts[part] = String(decoding: bytes, as: UTF8.self)
-        #expect(throws: SignedDataError.self) { _ = try trust().verify(parts.joined(separator: "."), with: verifier) }
+        #expect(throws: SignedDataError.self) {
+            _ = try trust().verify(parts.joined(separator: "."), with: verifier, now: Self.now)
+        }
     }
 
     @Test("a notification naming no app (no data, summary, token or appData) is wrong_app, as Apple's verifier says")
@@ -187,7 +189,7 @@ struct NotificationTrustTests {
         #expect(
             throws: SignedDataError(
                 .wrongApp, "notification names no app (no data, summary, token or appData bundleId)")
-        ) { _ = try trust().verify(token, with: verifier) }
+        ) { _ = try trust().verify(token, with: verifier, now: Self.now) }
     }
 
     @Test("a summary notification and an external purchase token are checked like data")
@@ -201,7 +203,7 @@ struct NotificationTrustTests {
                     "succeededCount": .int(3),
                 ]),
             ]))
-        #expect(try trust().verify(summary, with: verifier).environment == .sandbox)
+        #expect(try trust().verify(summary, with: verifier, now: Self.now).environment == .sandbox)
         let token = try factory.sign(
             .object([
                 "notificationType": .string("EXTERNAL_PURCHASE_TOKEN"), "subtype": .string("UNREPORTED"),
@@ -211,9 +213,9 @@ struct NotificationTrustTests {
                     "appAppleId": .int(Self.appAppleId),
                 ]),
             ]))
-        #expect(try trust().verify(token, with: verifier).environment == .production)
+        #expect(try trust().verify(token, with: verifier, now: Self.now).environment == .production)
         #expect(throws: SignedDataError(.wrongEnvironment, "environment Production is not accepted here")) {
-            _ = try trust(environments: [.sandbox]).verify(token, with: verifier)
+            _ = try trust(environments: [.sandbox]).verify(token, with: verifier, now: Self.now)
         }
     }
 }

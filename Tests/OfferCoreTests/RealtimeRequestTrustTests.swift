@@ -34,7 +34,7 @@ struct RealtimeRequestTrustTests {
 
     @Test("a Sandbox request verifies and decodes every field")
     func sandbox() throws {
-        let payload = try trust().verify(try Self.template().sign(with: factory), with: verifier)
+        let payload = try trust().verify(try Self.template().sign(with: factory), with: verifier, now: Self.now)
         #expect(
             payload
                 == RealtimeRequestPayload(
@@ -47,13 +47,13 @@ struct RealtimeRequestTrustTests {
     @Test("a Sandbox request's appAppleId is not checked, as Apple's verifier does not")
     func sandboxAppAppleId() throws {
         let token = try Self.template(appAppleId: 42).sign(with: factory)
-        #expect(try trust(appAppleId: nil).verify(token, with: verifier).appAppleId == 42)
+        #expect(try trust(appAppleId: nil).verify(token, with: verifier, now: Self.now).appAppleId == 42)
     }
 
     @Test("a Production request verifies with the app's appAppleId")
     func production() throws {
         let payload = try trust().verify(
-            try Self.template(environment: "Production").sign(with: factory), with: verifier)
+            try Self.template(environment: "Production").sign(with: factory), with: verifier, now: Self.now)
         #expect(payload.environment == .production)
         #expect(payload.namespace == .production)
     }
@@ -66,18 +66,18 @@ struct RealtimeRequestTrustTests {
                 .appAppleIdNotConfigured,
                 "Production retention requests for com.example.app are refused: set the app's appAppleId in the "
                     + "configuration (App Store Connect, App Information, Apple ID)")
-        ) { _ = try trust(appAppleId: nil).verify(token, with: verifier) }
+        ) { _ = try trust(appAppleId: nil).verify(token, with: verifier, now: Self.now) }
         #expect(
             throws: SignedDataError(
                 .wrongApp, "retention request is for another app (its appAppleId is not this app's)")
-        ) { _ = try trust(appAppleId: 7).verify(token, with: verifier) }
+        ) { _ = try trust(appAppleId: 7).verify(token, with: verifier, now: Self.now) }
     }
 
     @Test("an environment the deployment does not trust is refused")
     func environment() throws {
         let token = try Self.template(environment: "Production").sign(with: factory)
         #expect(throws: SignedDataError(.wrongEnvironment, "environment Production is not accepted here")) {
-            _ = try trust(environments: [.sandbox]).verify(token, with: verifier)
+            _ = try trust(environments: [.sandbox]).verify(token, with: verifier, now: Self.now)
         }
     }
 
@@ -98,7 +98,9 @@ struct RealtimeRequestTrustTests {
             ? "payload has no valid signedDate"
             : ["requestIdentifier", "originalTransactionId"].contains(field)
                 ? "signed data is not a retention request" : "field \"\(field)\" is required"
-        #expect(throws: SignedDataError(.malformed, message)) { _ = try trust().verify(token, with: verifier) }
+        #expect(throws: SignedDataError(.malformed, message)) {
+            _ = try trust().verify(token, with: verifier, now: Self.now)
+        }
     }
 
     @Test("a requestIdentifier that is not a UUID, an empty field and a field of the wrong type are refused")
@@ -112,7 +114,9 @@ struct RealtimeRequestTrustTests {
             guard case .object(var members) = Self.template().payload else { throw PayloadError("no object") }
             members[field] = value
             let token = try factory.sign(.object(members))
-            #expect(throws: SignedDataError(.malformed, message)) { _ = try trust().verify(token, with: verifier) }
+            #expect(throws: SignedDataError(.malformed, message)) {
+                _ = try trust().verify(token, with: verifier, now: Self.now)
+            }
         }
     }
 
@@ -125,12 +129,12 @@ struct RealtimeRequestTrustTests {
         payload[index] = UInt8(ascii: "8")
         parts[1] = Base64.encodeURL(payload)
         #expect {
-            _ = try trust().verify(parts.joined(separator: "."), with: verifier)
+            _ = try trust().verify(parts.joined(separator: "."), with: verifier, now: Self.now)
         } throws: { ($0 as? SignedDataError)?.reason == .badSignature }
         let stranger = try SignedDataFactory.make(
             notBefore: Self.now / 1000 - 86_400, notAfter: Self.now / 1000 + 86_400)
         #expect {
-            _ = try trust().verify(try Self.template().sign(with: stranger), with: verifier)
+            _ = try trust().verify(try Self.template().sign(with: stranger), with: verifier, now: Self.now)
         } throws: { ($0 as? SignedDataError)?.reason == .untrustedChain }
     }
 
@@ -144,7 +148,7 @@ struct RealtimeRequestTrustTests {
                 bundleId: Self.bundleId, purchaseDate: Self.now, expiresDate: Self.now + 1, signedDate: Self.now))
         for token in [notification, transaction] {
             #expect(throws: SignedDataError(.malformed, "signed data is not a retention request")) {
-                _ = try trust().verify(token, with: verifier)
+                _ = try trust().verify(token, with: verifier, now: Self.now)
             }
         }
     }

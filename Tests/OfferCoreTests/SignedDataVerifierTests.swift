@@ -102,7 +102,7 @@ struct SignedDataVerifierTests {
         let verify = { (token: String) throws(SignedDataError) -> VerifiedJWS in
             try verifier.verify(
                 token, signingDate: { $0["signedDate"] }, selfSignedEnvironment: { _ in nil }, allowSelfSigned: false,
-                policies: [NotificationTypePolicy()])
+                now: Self.now, policies: [NotificationTypePolicy()])
         }
         let verified = try verify(try factory.sign(notification))
         #expect(verified.origin == .appStore)
@@ -300,15 +300,18 @@ struct AppVerifier {
     var cachedChainCount: Int { verifier.cachedChainCount }
 
     func verify(
-        _ token: String, kind: SignedDataKind, bundleId: String, allowLocalTesting: Bool = false
+        _ token: String, kind: SignedDataKind, bundleId: String, allowLocalTesting: Bool = false,
+        now: Int64 = SignedDataVerifierTests.now
     ) throws(SignedDataError) -> JSONValue {
         let trust = AppTrust(bundleId: bundleId, environments: environments, localTesting: allowLocalTesting)
         switch kind {
-        case .transaction: _ = try trust.verify(token, as: JWSTransactionPayload.self, with: verifier)
-        case .renewalInfo: _ = try trust.verify(token, as: JWSRenewalInfoPayload.self, with: verifier)
-        case .appTransaction: _ = try trust.verify(token, as: AppTransactionPayload.self, with: verifier)
-        case .notification: _ = try NotificationTrust(app: trust, appAppleId: nil).verify(token, with: verifier)
-        case .realtimeRequest: _ = try RealtimeRequestTrust(app: trust, appAppleId: nil).verify(token, with: verifier)
+        case .transaction: _ = try trust.verify(token, as: JWSTransactionPayload.self, with: verifier, now: now)
+        case .renewalInfo: _ = try trust.verify(token, as: JWSRenewalInfoPayload.self, with: verifier, now: now)
+        case .appTransaction: _ = try trust.verify(token, as: AppTransactionPayload.self, with: verifier, now: now)
+        case .notification:
+            _ = try NotificationTrust(app: trust, appAppleId: nil).verify(token, with: verifier, now: now)
+        case .realtimeRequest:
+            _ = try RealtimeRequestTrust(app: trust, appAppleId: nil).verify(token, with: verifier, now: now)
         }
         do {
             return try CompactJWS.decode(token).payload

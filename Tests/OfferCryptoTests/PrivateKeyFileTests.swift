@@ -98,4 +98,50 @@ struct PrivateKeyFileTests {
             (error as? CryptoError)?.code == .keyFileTooOpen
         }
     }
+
+    /// Something at a key path that is not a regular file, reached through a link as Kubernetes mounts keys.
+    enum NotAFile: String, CaseIterable, Sendable {
+        case fifo, device, directory
+
+        /// Makes it at `path` (a link for the device), and returns what the error calls it.
+        func make(at path: String) -> String {
+            switch self {
+            case .fifo:
+                #expect(mkfifo(path, 0o600) == 0)
+                return "a FIFO (named pipe)"
+            case .device:
+                #expect(symlink("/dev/zero", path) == 0)
+                return "a character device"
+            case .directory:
+                #expect(mkdir(path, 0o700) == 0)
+                return "a directory"
+            }
+        }
+    }
+
+    @Test(
+        "a FIFO, a device or a directory at a key path is refused at once, naming the path and what it is",
+        arguments: NotAFile.allCases)
+    func notARegularFile(kind: NotAFile) async throws {
+        let folder = try KeyFolder()
+        let path = folder.directory + "/SubscriptionKey_\(kind.rawValue).p8"
+        let what = kind.make(at: path)
+        // Were open(2) to block on the FIFO, this writer would release it after 3 s: the test then fails on time
+        // instead of hanging.
+        let unblocker = Task.detached {
+            try await Task.sleep(for: .seconds(3))
+            let writer = open(path, O_WRONLY | O_NONBLOCK)
+            if writer >= 0 { close(writer) }
+        }
+        defer { unblocker.cancel() }
+        let started = ContinuousClock.now
+        var error: CryptoError?
+        do {
+            _ = try PrivateKeyFile.load(path: path)
+        } catch let thrown as CryptoError {
+            error = thrown
+        }
+        #expect(ContinuousClock.now - started < .seconds(2), "reading \(path) blocked")
+        #expect(error == CryptoError(.keyFileUnreadable, "\(path): key file is \(what), not a regular file"))
+    }
 }

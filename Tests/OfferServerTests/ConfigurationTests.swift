@@ -26,9 +26,11 @@ struct ConfigurationTests {
         let config = try parse(
             """
             {"listen": {"host": "0.0.0.0", "port": 9000, "threads": 4, "maxConnections": 10, "idleTimeoutSeconds": 5},
-             "trust": {"rootCertificates": ["roots/AppleRootCA-G3.cer"], "environments": ["Production"]},
+             "trust": {"rootCertificates": ["roots/AppleRootCA-G3.cer"], "environments": ["Production"],
+                       "maxClockSkewSeconds": 60},
              "apps": [\(Self.validApp)]}
             """)
+        #expect(config.settings.trust.maxClockSkewSeconds == 60)
         #expect(config.settings.listen.host == "0.0.0.0")
         #expect(config.settings.listen.port == 9000)
         #expect(config.settings.listen.threads == 4)
@@ -58,6 +60,7 @@ struct ConfigurationTests {
         #expect(config.settings.listen.host == "127.0.0.1" && config.settings.listen.port == 8080)
         #expect(config.settings.trust.rootCertificateFiles.isEmpty)
         #expect(config.settings.trust.environments == ["Production"])
+        #expect(config.settings.trust.maxClockSkewSeconds == 300)
         #expect(config.apps[0].activeKeyId == "K1")
         #expect(config.apps[0].offers[0].requiresVerifiedCustomer)
         #expect(config.apps[0].offers[0].eligibility == nil)
@@ -84,6 +87,10 @@ struct ConfigurationTests {
         (
             #"{"apps": [], "trust": {"rootCertificates": ["a"], "environments": ["Xcode"]}}"#,
             "$.trust.environments[0]", "unknown environment"
+        ),
+        (
+            #"{"apps": [], "trust": {"rootCertificates": ["a"], "maxClockSkewSeconds": 7200}}"#,
+            "$.trust.maxClockSkewSeconds", "from 0 to 3600"
         ),
         (#"{"apps": [1]}"#, "$.apps[0]", "expected an object"),
         (#"{"apps": [{"issuerId": "x", "keys": [], "offers": []}]}"#, "$.apps[0].bundleId", "is required"),
@@ -189,6 +196,30 @@ struct ConfigurationTests {
             } throws: { error in
                 (error as? ConfigErrors)?.errors.contains { $0.path == path } == true
             }
+        }
+    }
+
+    @Test(
+        "connections per address: 64 by default, none by default behind a proxy header, the setting wins",
+        arguments: [
+            (#""listen": {"port": 0}"#, 64),
+            (#""rateLimit": {"requestsPerMinute": 60}"#, 64),
+            (#""rateLimit": {"requestsPerMinute": 60, "clientAddressHeader": "X-Forwarded-For"}"#, 0),
+            (
+                #""listen": {"maxConnectionsPerAddress": 16}, "rateLimit": {"requestsPerMinute": 60, "clientAddressHeader": "X-Forwarded-For"}"#,
+                16
+            ),
+            (#""listen": {"maxConnectionsPerAddress": 0}"#, 0),
+        ])
+    func connectionsPerAddress(members: String, expected: Int) throws {
+        let app =
+            #"{"bundleId": "b", "issuerId": "57246542-96fe-1a63-e053-0824d011072a", "keys": [{"keyId": "K", "privateKeyFile": "k"}], "offers": []}"#
+        let config = try parse("{" + members + #", "apps": ["# + app + "]}")
+        #expect(config.settings.connectionsPerAddress == expected)
+        #expect {
+            _ = try parse(#"{"listen": {"maxConnectionsPerAddress": -1}, "apps": ["# + app + "]}")
+        } throws: { error in
+            (error as? ConfigErrors)?.errors.contains { $0.path == "$.listen.maxConnectionsPerAddress" } == true
         }
     }
 

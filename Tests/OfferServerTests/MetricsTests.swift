@@ -6,6 +6,7 @@ import OfferTesting
 import Testing
 
 @testable import OfferServer
+@testable import OfferStore
 
 /// Issue 6, item 8: the metrics ops alert on, labelled by configured names and fixed codes.
 @Suite("Metrics: every refusal counted, labelled by app, offer, format and key ID")
@@ -239,5 +240,33 @@ struct MetricsTests {
         #expect(page.contains(#"offer_signer_reloads_total{result="failed"} 1"#))
         let ready = try fixture.client.get("/readyz")
         #expect(ready.json?["configuration"]?.stringValue == second.hash)
+    }
+
+    @Test("a commit's time falls in the bucket of the first bound at or above it, and renders cumulatively")
+    func commitHistogram() {
+        var statistics = CommitStatistics()
+        for microseconds in [50, 100, 101, 900, 1_000, 2_000_000] {
+            statistics.add(group: 1, took: .microseconds(microseconds))
+        }
+        #expect(statistics.durationBuckets.prefix(4) == [2, 1, 0, 2])
+        #expect(statistics.durationBuckets.last == 1)
+        #expect(statistics.durationBuckets.reduce(0, +) == 6)
+        let metrics = Metrics()
+        metrics.set(.ledgerCommitSeconds, ["backend": "sqlite"], to: Metrics.Histogram(statistics))
+        let lines = metrics.render().split(separator: "\n").filter {
+            $0.hasPrefix("offer_signer_ledger_commit_seconds")
+        }
+        #expect(
+            Array(lines.prefix(5)) == [
+                "offer_signer_ledger_commit_seconds_bucket{backend=\"sqlite\",le=\"0.0001\"} 2",
+                "offer_signer_ledger_commit_seconds_bucket{backend=\"sqlite\",le=\"0.00025\"} 3",
+                "offer_signer_ledger_commit_seconds_bucket{backend=\"sqlite\",le=\"0.0005\"} 3",
+                "offer_signer_ledger_commit_seconds_bucket{backend=\"sqlite\",le=\"0.001\"} 5",
+                "offer_signer_ledger_commit_seconds_bucket{backend=\"sqlite\",le=\"0.0025\"} 5",
+            ])
+        #expect(lines.contains("offer_signer_ledger_commit_seconds_bucket{backend=\"sqlite\",le=\"1\"} 5"))
+        #expect(lines.contains("offer_signer_ledger_commit_seconds_bucket{backend=\"sqlite\",le=\"+Inf\"} 6"))
+        #expect(lines.contains("offer_signer_ledger_commit_seconds_count{backend=\"sqlite\"} 6"))
+        #expect(lines.contains("offer_signer_ledger_commit_seconds_sum{backend=\"sqlite\"} 2.002151"))
     }
 }

@@ -38,7 +38,8 @@ struct SubscriptionLookupTests {
         let trust = harness.service.snapshot.eligibility.trust(
             try #require(harness.service.snapshot.catalog.apps[Harness.bundleId]))
         let kept = try trust.verify(
-            try #require(found.signedTransaction), as: JWSTransactionPayload.self, with: verifier)
+            try #require(found.signedTransaction), as: JWSTransactionPayload.self, with: verifier,
+            now: harness.deployment.clock.now)
         #expect(kept.offerIdentifier == "once" && kept.originalTransactionId == Harness.customer)
         #expect(found.signedRenewalInfo != nil)
         #expect(found.updatedAt == harness.deployment.clock.now)

@@ -1,19 +1,8 @@
 import OfferAPI
 
-/// One app of the catalog as the configuration writes it: identity, key files and offers. `Catalog.load`
-/// turns definitions into a catalog with the keys loaded.
+/// One app of the catalog as the configuration writes it: identity, keys (`AppDefinition.Key`) and offers.
+/// `Catalog.load` turns definitions into a catalog with the keys loaded.
 public struct AppDefinition: Sendable {
-    /// An In-App Purchase key: its ID and the resolved path of its `.p8` file.
-    public struct Key: Sendable, Equatable {
-        public var keyId: String
-        public var privateKeyFile: String
-
-        public init(keyId: String, privateKeyFile: String) {
-            self.keyId = keyId
-            self.privateKeyFile = privateKeyFile
-        }
-    }
-
     public var bundleId: String
     /// The team's issuer ID (a UUID), the JWS `iss`.
     public var issuerId: String
@@ -108,20 +97,12 @@ public struct AppDefinition: Sendable {
         var keys: [Key] = []
         if let keyValues = reader.array("keys") {
             for (index, keyValue) in keyValues.enumerated() {
-                var keyReader = ConfigReader(keyValue, path: "\(path).keys[\(index)]", errors: &errors)
-                let keyId = keyReader.string("keyId")
-                let file = keyReader.string("privateKeyFile")
-                if let keyId, !Identifiers.isKeyId(keyId) {
-                    errors.append(
-                        ConfigError(path: "\(path).keys[\(index)].keyId", "expected 1 to 64 letters or digits"))
+                let keyPath = "\(path).keys[\(index)]"
+                let key = Key.parse(keyValue, path: keyPath, baseDirectory: baseDirectory, errors: &errors)
+                if let key, keys.contains(where: { $0.keyId == key.keyId }) {
+                    errors.append(ConfigError(path: "\(keyPath).keyId", "duplicate keyId \(key.keyId)"))
                 }
-                if let keyId, keys.contains(where: { $0.keyId == keyId }) {
-                    errors.append(ConfigError(path: "\(path).keys[\(index)].keyId", "duplicate keyId \(keyId)"))
-                }
-                keyReader.finish(into: &errors)
-                if let keyId, let file {
-                    keys.append(Key(keyId: keyId, privateKeyFile: Identifiers.resolve(file, against: baseDirectory)))
-                }
+                if let key { keys.append(key) }
             }
         }
         let activeKeyId = reader.string("activeKeyId", required: false)

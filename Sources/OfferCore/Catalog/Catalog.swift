@@ -40,20 +40,25 @@ public struct Catalog: Sendable {
     /// Every key of every app.
     public var keyCount: Int { apps.values.reduce(0) { $0 + $1.keys.count } }
 
-    /// Loads every key the definitions name through `loadKey` (a path in, a key out). Errors name the JSON path
-    /// and the file, never key bytes.
+    /// Loads every key the definitions name: a file through `loadKey` (a path in, a key out), a key in a PKCS#11
+    /// token through `openTokenKey`. Errors name the JSON path and the file or URI, never key bytes or a PIN.
     public static func load(
-        _ definitions: [AppDefinition], loadKey: (String) throws -> SigningKey = PrivateKeyFile.load
+        _ definitions: [AppDefinition], loadKey: (String) throws -> SigningKey = PrivateKeyFile.load,
+        openTokenKey: (PKCS11KeyReference) throws -> SigningKey = SigningKey.init(pkcs11:)
     ) throws(ConfigErrors) -> Catalog {
         var errors: [ConfigError] = []
         var apps: [App] = []
         for definition in definitions {
             var keys: [String: OfferSigningKey] = [:]
             for (index, key) in definition.keys.enumerated() {
-                let path = "\(definition.path).keys[\(index)].privateKeyFile"
+                let path = "\(definition.path).keys[\(index)].\(key.locationMember)"
                 do {
-                    keys[key.keyId] = OfferSigningKey(
-                        issuerId: definition.issuerId, keyId: key.keyId, key: try loadKey(key.privateKeyFile))
+                    let signingKey: SigningKey
+                    switch key.location {
+                    case .file(let file): signingKey = try loadKey(file)
+                    case .pkcs11(let reference): signingKey = try openTokenKey(reference)
+                    }
+                    keys[key.keyId] = OfferSigningKey(issuerId: definition.issuerId, keyId: key.keyId, key: signingKey)
                 } catch let error as CryptoError {
                     errors.append(ConfigError(path: path, error.message))
                 } catch {

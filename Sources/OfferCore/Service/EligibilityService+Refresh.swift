@@ -27,7 +27,7 @@ extension EligibilityService {
             let refreshAfterSeconds = settings.refreshAfterSeconds, let token = signedData.transaction
         else { return nil }
         let trust = trust(app)
-        guard let transaction = try? trust.verify(token, as: JWSTransactionPayload.self, with: verifier),
+        guard let transaction = try? trust.verify(token, as: JWSTransactionPayload.self, with: verifier, now: now),
             transaction.isAutoRenewableSubscription, let original = transaction.originalTransactionId,
             let environment = transaction.environment, settings.environments.contains(environment)
         else { return nil }
@@ -36,7 +36,8 @@ extension EligibilityService {
         var newest = transaction.signedDate ?? .min
         // Renewal info of the same subscription and environment, verified, moves `newest`.
         func consider(renewalInfo token: String?) {
-            guard let token, let renewal = try? trust.verify(token, as: JWSRenewalInfoPayload.self, with: verifier),
+            guard let token,
+                let renewal = try? trust.verify(token, as: JWSRenewalInfoPayload.self, with: verifier, now: now),
                 renewal.originalTransactionId == original, renewal.environment == environment
             else { return }
             newest = max(newest, renewal.signedDate ?? .min)
@@ -46,7 +47,7 @@ extension EligibilityService {
             bundleId: app.bundleId, namespace: namespace, originalTransactionId: original)
         {
             if let token = state.signedTransaction,
-                let stored = try? trust.verify(token, as: JWSTransactionPayload.self, with: verifier),
+                let stored = try? trust.verify(token, as: JWSTransactionPayload.self, with: verifier, now: now),
                 stored.originalTransactionId == original, stored.environment == environment
             {
                 newest = max(newest, stored.signedDate ?? .min)

@@ -179,7 +179,7 @@ public struct EligibilityService: Sendable {
         ) throws(OfferError) -> Payload? {
             guard let token else { return nil }
             do {
-                return try trust.verify(token, as: type, with: verifier)
+                return try trust.verify(token, as: type, with: verifier, now: now)
             } catch {
                 throw .untrustedSignedData(field: field, error)
             }
@@ -202,7 +202,7 @@ public struct EligibilityService: Sendable {
                 "\"signedRenewalInfo\" must come with the \"signedTransaction\" it belongs to",
                 field: "signedRenewalInfo")
         }
-        let freshest = try freshest(transaction: transaction, renewalInfo: renewalInfo, trust: trust)
+        let freshest = try freshest(transaction: transaction, renewalInfo: renewalInfo, trust: trust, now: now)
         let customer: VerifiedCustomer
         do {
             customer = try VerifiedCustomer(
@@ -234,7 +234,7 @@ public struct EligibilityService: Sendable {
     /// are verified again as the app's data (a tampered store, or a root no longer trusted, is not believed: the
     /// request's data stands), and must be of the request's environment and subscription.
     private func freshest(
-        transaction: JWSTransactionPayload?, renewalInfo: JWSRenewalInfoPayload?, trust: AppTrust
+        transaction: JWSTransactionPayload?, renewalInfo: JWSRenewalInfoPayload?, trust: AppTrust, now: Int64
     ) throws(OfferError) -> Freshest {
         var freshest = Freshest(transaction: transaction, renewalInfo: renewalInfo)
         guard let states, let transaction, transaction.isAutoRenewableSubscription,
@@ -250,7 +250,8 @@ public struct EligibilityService: Sendable {
             throw .storageUnavailable(error)
         }
         guard let state else { return freshest }
-        let stored = verified(state, trust: trust, environment: environment, originalTransactionId: original)
+        let stored = verified(
+            state, trust: trust, environment: environment, originalTransactionId: original, now: now)
         if let storedTransaction = stored.transaction, FreshestFacts.isNewer(storedTransaction, than: transaction) {
             freshest.transaction = storedTransaction
             freshest.transactionSource = .notification
@@ -269,13 +270,14 @@ public struct EligibilityService: Sendable {
     /// kept only when it verifies (a tampered store, or a root no longer trusted, is not believed) and is of
     /// `environment` and subscription `originalTransactionId`.
     public func verified(
-        _ state: ServerKnownState, trust: AppTrust, environment: AppStoreEnvironment?, originalTransactionId: String
+        _ state: ServerKnownState, trust: AppTrust, environment: AppStoreEnvironment?, originalTransactionId: String,
+        now: Int64
     ) -> (transaction: JWSTransactionPayload?, renewalInfo: JWSRenewalInfoPayload?) {
         let transaction = state.signedTransaction.flatMap {
-            try? trust.verify($0, as: JWSTransactionPayload.self, with: verifier)
+            try? trust.verify($0, as: JWSTransactionPayload.self, with: verifier, now: now)
         }
         let renewalInfo = state.signedRenewalInfo.flatMap {
-            try? trust.verify($0, as: JWSRenewalInfoPayload.self, with: verifier)
+            try? trust.verify($0, as: JWSRenewalInfoPayload.self, with: verifier, now: now)
         }
         return (
             transaction.flatMap {

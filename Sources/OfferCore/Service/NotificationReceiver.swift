@@ -38,7 +38,7 @@ public struct NotificationReceiver: Sendable {
             appAppleId: app.definition.appAppleId)
         let notification: VerifiedNotification
         do {
-            notification = try trust.verify(signedPayload, with: verifier)
+            notification = try trust.verify(signedPayload, with: verifier, now: now)
         } catch {
             throw .untrustedSignedData(field: "signedPayload", error)
         }

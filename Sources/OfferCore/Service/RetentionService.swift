@@ -32,15 +32,15 @@ public struct RetentionService: Sendable {
         case none
     }
 
-    /// Verifies `signedPayload`, posted for app `bundleId`. Throws `unknown_app` for an app not in the catalog, and
+    /// Verifies `signedPayload`, posted for app `bundleId` at `now` (Unix ms). Throws `unknown_app` for an app not in the catalog, and
     /// `untrusted_signed_data` (field `signedPayload`) for data that fails a check, Sandbox data of an app whose
     /// `sandbox` is `refuse` included.
-    public func verify(bundleId: String, signedPayload: String) throws(OfferError) -> Request {
+    public func verify(bundleId: String, signedPayload: String, now: Int64) throws(OfferError) -> Request {
         let app = try eligibility.app(bundleId)
         let trust = RealtimeRequestTrust(app: eligibility.trust(app), appAppleId: app.definition.appAppleId)
         let payload: RealtimeRequestPayload
         do {
-            payload = try trust.verify(signedPayload, with: eligibility.verifier)
+            payload = try trust.verify(signedPayload, with: eligibility.verifier, now: now)
         } catch {
             throw .untrustedSignedData(field: "signedPayload", error)
         }
@@ -71,7 +71,7 @@ public struct RetentionService: Sendable {
     public func customer(_ state: ServerKnownState, for request: Request, now: Int64) -> VerifiedCustomer? {
         let stored = eligibility.verified(
             state, trust: eligibility.trust(request.app), environment: request.payload.environment,
-            originalTransactionId: request.payload.originalTransactionId)
+            originalTransactionId: request.payload.originalTransactionId, now: now)
         guard stored.transaction != nil || stored.renewalInfo != nil else { return nil }
         return try? VerifiedCustomer(
             transaction: stored.transaction, renewalInfo: stored.renewalInfo, appTransaction: nil, now: now,

@@ -17,7 +17,7 @@ public struct AppTrust: Sendable, Equatable {
     /// Verifies `token` as this app's data of type `Payload` and returns the typed payload. A payload member of
     /// the wrong type is `malformed`, naming the member.
     public func verify<Payload: AppStoreSignedPayload>(
-        _ token: String, as type: Payload.Type, with verifier: SignedDataVerifier
+        _ token: String, as type: Payload.Type, with verifier: SignedDataVerifier, now: Int64
     ) throws(SignedDataError) -> Payload {
         let kind = Payload.kind
         let environmentField = kind == .appTransaction ? "receiptType" : "environment"
@@ -25,7 +25,7 @@ public struct AppTrust: Sendable, Equatable {
             token,
             // An app transaction has no signedDate in Apple's libraries' view: they read receiptCreationDate.
             signingDate: { $0["signedDate"] ?? (kind == .appTransaction ? $0["receiptCreationDate"] : nil) },
-            selfSignedEnvironment: { $0[environmentField] }, allowSelfSigned: localTesting,
+            selfSignedEnvironment: { $0[environmentField] }, allowSelfSigned: localTesting, now: now,
             policies: [
                 PayloadKindPolicy(kind), BundlePolicy(bundleId: bundleId, required: kind != .renewalInfo),
                 EnvironmentPolicy(field: environmentField, allowed: environments, allowLocalTesting: localTesting),

@@ -24,14 +24,14 @@ public struct NotificationTrust: Sendable {
     /// Verifies `token` (a notification's `signedPayload`) and its nested signed data; returns the decoded
     /// notification with the verified payloads. Errors about nested data name it (`data.signedTransactionInfo: ...`).
     public func verify(
-        _ token: String, with verifier: SignedDataVerifier
+        _ token: String, with verifier: SignedDataVerifier, now: Int64
     ) throws(SignedDataError) -> VerifiedNotification {
         let verified = try verifier.verify(
             token, signingDate: { $0["signedDate"] },
             selfSignedEnvironment: { json in
                 (try? NotificationPayload(json: json))?.appIdentity.environment.map { .string($0.rawValue) }
             },
-            allowSelfSigned: app.localTesting,
+            allowSelfSigned: app.localTesting, now: now,
             policies: [
                 PayloadKindPolicy(.notification),
                 NotificationAppPolicy(
@@ -51,10 +51,10 @@ public struct NotificationTrust: Sendable {
         let environment = payload.appIdentity.environment ?? .production
         let transaction = try nested(
             payload.data?.signedTransactionInfo, "data.signedTransactionInfo", as: JWSTransactionPayload.self,
-            environment: environment, verifier)
+            environment: environment, verifier, now: now)
         let renewalInfo = try nested(
             payload.data?.signedRenewalInfo, "data.signedRenewalInfo", as: JWSRenewalInfoPayload.self,
-            environment: environment, verifier)
+            environment: environment, verifier, now: now)
         if let transaction, let renewalInfo, transaction.originalTransactionId != renewalInfo.originalTransactionId {
             throw SignedDataError(
                 .inconsistent,
@@ -67,12 +67,12 @@ public struct NotificationTrust: Sendable {
 
     private func nested<Payload: AppStoreSignedPayload>(
         _ token: String?, _ field: String, as type: Payload.Type, environment: AppStoreEnvironment,
-        _ verifier: SignedDataVerifier
+        _ verifier: SignedDataVerifier, now: Int64
     ) throws(SignedDataError) -> Payload? {
         guard let token else { return nil }
         let payload: Payload
         do {
-            payload = try app.verify(token, as: type, with: verifier)
+            payload = try app.verify(token, as: type, with: verifier, now: now)
         } catch {
             throw SignedDataError(error.reason, "\(field): \(error.message)")
         }

@@ -21,11 +21,11 @@ public struct RealtimeRequestTrust: Sendable {
 
     /// Verifies `token` (a retention request's `signedPayload`) and returns its decoded payload.
     public func verify(
-        _ token: String, with verifier: SignedDataVerifier
+        _ token: String, with verifier: SignedDataVerifier, now: Int64
     ) throws(SignedDataError) -> RealtimeRequestPayload {
         let verified = try verifier.verify(
             token, signingDate: { $0["signedDate"] }, selfSignedEnvironment: { $0["environment"] },
-            allowSelfSigned: app.localTesting,
+            allowSelfSigned: app.localTesting, now: now,
             policies: [
                 PayloadKindPolicy(.realtimeRequest),
                 RealtimeRequestAppPolicy(

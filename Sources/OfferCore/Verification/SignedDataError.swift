@@ -19,6 +19,10 @@ public struct SignedDataError: Error, Equatable, Sendable, CustomStringConvertib
         /// A Production notification for an app whose `appAppleId` is not configured: Apple's verifier requires it
         /// to tell the app's notifications from another's.
         case appAppleIdNotConfigured = "app_apple_id_not_configured"
+        /// `signedDate` is later than now plus the allowed clock skew (`trust.maxClockSkewSeconds`): Apple signs
+        /// data when it sends it, so data dated in the future was signed by a server with a wrong clock or made to
+        /// outlive its freshness checks.
+        case futureSignedDate = "future_signed_date"
     }
 
     public let reason: Reason

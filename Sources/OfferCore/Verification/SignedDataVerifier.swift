@@ -7,7 +7,9 @@ import Synchronization
 /// 1. the chain: ES256 compact JWS, a three-certificate `x5c` validated at the payload's signing date against the
 ///    configured roots only, with Apple's marker extensions (or, where allowed, Xcode's one self-signed
 ///    certificate), then the leaf's signature (here);
-/// 2. the payload policies the caller passes (`SignedDataPolicy`): for an app's data its kind, bundle and
+/// 2. the signing date: not later than `now` plus `maxClockSkewMilliseconds` (`future_signed_date`), a check
+///    Apple's library does not make;
+/// 3. the payload policies the caller passes (`SignedDataPolicy`): for an app's data its kind, bundle and
 ///    environment (`AppTrust`); notifications and retention requests will bring their own.
 ///
 /// Verified (leaf, intermediate) pairs are cached with the time span in which the chain is valid, so
@@ -15,20 +17,30 @@ import Synchronization
 public final class SignedDataVerifier: Sendable {
     private let chainVerifier: CertificateChainVerifier
     private let cache: Mutex<ChainCache>
+    /// How far in the future (of `now`) a `signedDate` may be, for clocks that differ: 5 minutes unless
+    /// `trust.maxClockSkewSeconds` says otherwise.
+    public let maxClockSkewMilliseconds: Int64
 
-    public init(trustedRoots: [Certificate], cacheCapacity: Int = 256) {
+    /// The default of `trust.maxClockSkewSeconds`: 5 minutes.
+    public static let defaultMaxClockSkewSeconds: Int64 = 300
+
+    public init(
+        trustedRoots: [Certificate], maxClockSkewSeconds: Int64 = defaultMaxClockSkewSeconds, cacheCapacity: Int = 256
+    ) {
         self.chainVerifier = CertificateChainVerifier(trustedRoots: trustedRoots)
         self.cache = Mutex(ChainCache(capacity: cacheCapacity))
+        self.maxClockSkewMilliseconds = maxClockSkewSeconds * 1000
     }
 
     /// Verifies `token`'s chain and signature, then applies `policies` in order; returns the trusted JWS.
     ///
-    /// - `signingDate` reads the time Apple signed from the payload; the chain is checked at that time.
+    /// - `signingDate` reads the time Apple signed from the payload; the chain is checked at that time, and it
+    ///   may not be later than `now` (Unix milliseconds) plus `maxClockSkewMilliseconds`.
     /// - `selfSignedEnvironment` reads the environment that admits Xcode's single self-signed certificate, and
     ///   `allowSelfSigned` says whether it is admitted at all (an app's `localTesting`).
     public func verify(
         _ token: String, signingDate: (JSONValue) -> JSONValue?, selfSignedEnvironment: (JSONValue) -> JSONValue?,
-        allowSelfSigned: Bool, policies: [any SignedDataPolicy]
+        allowSelfSigned: Bool, now: Int64, policies: [any SignedDataPolicy]
     ) throws(SignedDataError) -> VerifiedJWS {
         let parts: CompactJWS.Parts
         do {
@@ -73,6 +85,13 @@ public final class SignedDataVerifier: Sendable {
         }
         guard leafKey.isValidSignature(raw: parts.signature, for: parts.signingInput) else {
             throw SignedDataError(.badSignature, "signature does not verify with the signing certificate")
+        }
+        // After the signature: only data the chain vouches for gets this reason.
+        guard signedDate <= now + maxClockSkewMilliseconds else {
+            throw SignedDataError(
+                .futureSignedDate,
+                "signedDate is \((signedDate - now) / 1000) s in the future, more than the allowed clock skew of "
+                    + "\(maxClockSkewMilliseconds / 1000) s")
         }
         let verified = VerifiedJWS(header: parts.header, payload: parts.payload, signedDate: signedDate, origin: origin)
         for policy in policies { try policy.check(verified) }

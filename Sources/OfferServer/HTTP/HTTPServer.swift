@@ -14,6 +14,9 @@ public struct HTTPServerLimits: Sendable {
     public var maxHeaderBytes = 16 * 1024
     /// Simultaneous connections, for the whole server (every worker together).
     public var maxConnections = 1024
+    /// Simultaneous connections from one client address (an IPv6 client: its /64), for the whole server; 0 means
+    /// no limit of its own (the default here; `serve` sets `listen.maxConnectionsPerAddress`).
+    public var maxConnectionsPerAddress = 0
     /// Seconds a connection may sit idle before it is closed.
     public var idleTimeoutSeconds = 30
     /// Worker threads, each with its own listening socket; 0 means one per core.
@@ -26,7 +29,8 @@ public struct HTTPServerLimits: Sendable {
     public var recordsClientAddress = false
     /// Request headers handlers see: `X-Request-Id`, and for example a proxy's client address header.
     public var forwardedHeaders: [String] = ["X-Request-Id", "Idempotency-Key"]
-    /// Query string arguments handlers see (decoded); the API reads none, the test kit's fake reads some.
+    /// Query string arguments handlers see (percent-decoded by `QueryDecoding`, matched by their name as sent);
+    /// the API reads none, the admin API and the test kit's fake read some.
     public var forwardedQueryArguments: [String] = []
 
     public init() {}
@@ -46,11 +50,17 @@ public struct HTTPServerLimits: Sendable {
 /// owns it: the connection knows its daemon). Work that waits (a group commit to disk, an App Store Server API
 /// call) must take that path and never block a worker.
 ///
+/// What reaches the router, and what is refused before: the path exactly as sent (libmicrohttpd decodes nothing,
+/// see `keepEscaped`), so an encoded path never matches a route; a head whose body length two parties could read
+/// differently answered 400 and the connection closed (`RequestFraming`); an HTTP/1.1 request without `Host`
+/// answered 400 by libmicrohttpd (`MHD_OPTION_STRICT_FOR_CLIENT` 1, its text body); a head over `maxHeaderBytes`
+/// answered 431 by libmicrohttpd (its text body: 0.9.75 lets no handler answer it).
+///
 /// `maxConnections` holds for the server, not per worker: an accept policy shared by every daemon admits a
 /// connection only while fewer than `maxConnections` are open (one atomic count), and libmicrohttpd's close notice
 /// gives the place back. A single count rather than `maxConnections / threads` per daemon, because the kernel's
 /// hashing is statistical: a fixed share per daemon would refuse connections on a busy worker while another had
-/// room.
+/// room. `maxConnectionsPerAddress` is kept the same way, with a count per address (`ConnectionsPerAddress`).
 ///
 /// One object owns the daemons and their listening sockets. `@unchecked Sendable`: after `start` the workers are
 /// only read (and cleared by `stop` on the main thread once the daemons are idle), libmicrohttpd synchronises its
@@ -66,6 +76,8 @@ public final class HTTPServer: @unchecked Sendable {
     let inFlight = InFlightCounter()
     /// Connections open on every worker together, admitted up to `limits.maxConnections`.
     let connections = ConnectionCount()
+    /// Connections open per client address, when `limits.maxConnectionsPerAddress` is set.
+    let connectionsPerAddress: ConnectionsPerAddress?
     /// Responders whose connection is suspended, waiting for an answer; answered 503 if the server stops first.
     let waiting = Mutex(Waiting())
 
@@ -90,6 +102,8 @@ public final class HTTPServer: @unchecked Sendable {
     public init(limits: HTTPServerLimits, handler: @escaping Handler) {
         self.limits = limits
         self.handler = handler
+        connectionsPerAddress =
+            limits.maxConnectionsPerAddress > 0 ? ConnectionsPerAddress(limit: limits.maxConnectionsPerAddress) : nil
     }
 
     deinit {
@@ -128,6 +142,13 @@ public final class HTTPServer: @unchecked Sendable {
             MHD_OptionItem(option: .CONNECTION_LIMIT, value: limits.maxConnections + 1, ptr_value: nil),
             MHD_OptionItem(option: .CONNECTION_TIMEOUT, value: limits.idleTimeoutSeconds, ptr_value: nil),
             MHD_OptionItem(option: .CONNECTION_MEMORY_LIMIT, value: limits.maxHeaderBytes, ptr_value: nil),
+            // Level 1: an HTTP/1.1 request without `Host` and a request line with a space in its target are refused.
+            // (Level -1 refuses whitespace before a header's colon but no longer checks `Host`: `RequestFraming`
+            // checks header names instead.)
+            MHD_OptionItem(option: .STRICT_FOR_CLIENT, value: 1, ptr_value: nil),
+            MHD_OptionItem(
+                option: .UNESCAPE_CALLBACK,
+                value: unsafeBitCast(keepEscaped as UnescapeCallback, to: Int.self), ptr_value: nil),
             MHD_OptionItem(
                 option: .NOTIFY_COMPLETED,
                 value: unsafeBitCast(requestCompleted as MHD_RequestCompletedCallback, to: Int.self),
@@ -336,13 +357,21 @@ final class InFlightCounter: Sendable {
     func decrement() { count.withLock { $0 -= 1 } }
 }
 
-/// The accept policy every daemon shares: a connection is admitted while the server has room for it.
+/// The accept policy every daemon shares: a connection is admitted while the server has room for it, and its
+/// address has room too (an address that is neither IPv4 nor IPv6 is not limited).
 private func admitConnection(
     _ cls: UnsafeMutableRawPointer?, _ address: UnsafePointer<sockaddr>?, _ length: socklen_t
 ) -> MHD_Result {
     guard let cls else { return .NO }
     let server = Unmanaged<HTTPServer>.fromOpaque(cls).takeUnretainedValue()
-    return server.connections.admit(limit: server.limits.maxConnections) ? .YES : .NO
+    guard server.connections.admit(limit: server.limits.maxConnections) else { return .NO }
+    if let perAddress = server.connectionsPerAddress, let address,
+        let peer = ConnectionsPerAddress.Peer(address), !perAddress.admit(peer)
+    {
+        server.connections.release()
+        return .NO
+    }
+    return .YES
 }
 
 /// A connection's place is given back when it closes. (libmicrohttpd tells of every connection it started; one
@@ -352,7 +381,13 @@ private func connectionChanged(
     _ context: UnsafeMutablePointer<UnsafeMutableRawPointer?>?, _ code: MHD_ConnectionNotificationCode
 ) {
     guard let cls, code == .CONNECTION_NOTIFY_CLOSED else { return }
-    Unmanaged<HTTPServer>.fromOpaque(cls).takeUnretainedValue().connections.release()
+    let server = Unmanaged<HTTPServer>.fromOpaque(cls).takeUnretainedValue()
+    server.connections.release()
+    if let perAddress = server.connectionsPerAddress, let connection,
+        let address = offer_client_sockaddr(connection), let peer = ConnectionsPerAddress.Peer(address)
+    {
+        perAddress.release(peer)
+    }
 }
 
 private func requestCompleted(
@@ -383,6 +418,12 @@ private func accessHandler(
         let state = RequestState()
         stateSlot.pointee = Unmanaged.passRetained(state).toOpaque()
         server.inFlight.increment()
+        if let problem = RequestFraming(of: connection).problem {
+            // Answered before the body is read: libmicrohttpd reads no further and closes after the answer.
+            state.rejected = true
+            state.answered = true
+            return queue(connection, RequestFraming.refusal(problem))
+        }
         if let declared = MHD_lookup_connection_value(connection, .HEADER_KIND, "Content-Length"),
             let length = Int(String(cString: declared)), length > server.limits.maxBodyBytes
         {
@@ -436,7 +477,7 @@ private func accessHandler(
     }
     for name in server.limits.forwardedQueryArguments {
         if let value = MHD_lookup_connection_value(connection, .GET_ARGUMENT_KIND, name) {
-            request.query[name] = String(cString: value)
+            request.query[name] = QueryDecoding.decode(String(cString: value))
         }
     }
     var address = [CChar](repeating: 0, count: 64)

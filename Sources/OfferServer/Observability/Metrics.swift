@@ -51,6 +51,10 @@ public final class Metrics: Sendable {
             name: "offer_signer_ledger_commit_microseconds_total",
             help: "Time the ledger's commits took, flush included, by backend; over commits: the commit latency.",
             type: "counter", index: 11)
+        public static let ledgerCommitSeconds = Family(
+            name: "offer_signer_ledger_commit_seconds",
+            help: "Ledger commits by the time each took, flush included, by backend (a histogram: its p99 and more).",
+            type: "histogram", index: 28)
         public static let ledgerLargestGroup = Family(
             name: "offer_signer_ledger_largest_group", help: "The most signatures one ledger commit carried.",
             type: "gauge", index: 12)
@@ -126,7 +130,8 @@ public final class Metrics: Sendable {
         /// The order families are rendered in.
         static let all: [Family] = [
             .build, .configuration, .reloads, .requests, .decisions, .notEligible, .limitsReached, .signatures,
-            .signedDataRejected, .ledgerCommits, .ledgerRecords, .ledgerCommitMicroseconds, .ledgerLargestGroup,
+            .signedDataRejected, .ledgerCommits, .ledgerRecords, .ledgerCommitMicroseconds, .ledgerCommitSeconds,
+            .ledgerLargestGroup,
             .offerBudgetRemaining, .offerReservations, .offerRedemptions, .notifications, .appleAPILookups,
             .appleAPILookupMilliseconds,
             .appleAPICalls, .appleAPICallMilliseconds, .appleAPICache, .appleAPIBreaker, .subscriptionLookups,
@@ -170,6 +175,25 @@ public final class Metrics: Sendable {
     /// Per family (by `Family.index`), the value of each series by its labels.
     private let series = Mutex<[[Labels: Int]]>(Array(repeating: [:], count: Family.all.count))
 
+    /// A histogram's series: the upper bounds (as Prometheus writes them), the count at or under each (cumulative),
+    /// the count of all observations and their sum.
+    public struct Histogram: Sendable, Equatable {
+        public var bounds: [String]
+        public var cumulativeCounts: [Int]
+        public var count: Int
+        public var sum: Double
+
+        public init(bounds: [String], cumulativeCounts: [Int], count: Int, sum: Double) {
+            self.bounds = bounds
+            self.cumulativeCounts = cumulativeCounts
+            self.count = count
+            self.sum = sum
+        }
+    }
+
+    /// Per histogram family (by `Family.index`), each series by its labels.
+    private let histograms = Mutex<[Int: [Labels: Histogram]]>([:])
+
     public init(version: String = "0.1.0") {
         set(.build, ["version": version], to: 1)
     }
@@ -202,6 +226,12 @@ public final class Metrics: Sendable {
         series.withLock { $0[family.index] = keyed }
     }
 
+    /// Sets a histogram's series (a family of type "histogram"), read afresh from its source at each scrape.
+    public func set(_ family: Family, _ labels: KeyValuePairs<String, String>, to histogram: Histogram) {
+        let key = Labels(labels)
+        histograms.withLock { $0[family.index, default: [:]][key] = histogram }
+    }
+
     /// The current value of one series (for tests and `/readyz`).
     public func value(_ family: Family, _ labels: KeyValuePairs<String, String>) -> Int {
         let key = Labels(labels)
@@ -211,9 +241,17 @@ public final class Metrics: Sendable {
     /// Prometheus text exposition format 0.0.4.
     public func render() -> String {
         let snapshot = series.withLock { $0 }
+        let histogramSnapshot = histograms.withLock { $0 }
         var out = ""
         for family in Family.all {
             out += "# HELP \(family.name) \(family.help)\n# TYPE \(family.name) \(family.type)\n"
+            if family.type == "histogram" {
+                let rendered = (histogramSnapshot[family.index] ?? [:]).map { ($0.key.rendered, $0.value) }
+                for (labels, histogram) in rendered.sorted(by: { $0.0 < $1.0 }) {
+                    Metrics.render(histogram, of: family.name, labels: labels, into: &out)
+                }
+                continue
+            }
             let rendered = snapshot[family.index].map { ($0.key.rendered, $0.value) }.sorted { $0.0 < $1.0 }
             for (labels, value) in rendered {
                 // A series without labels is written bare, as Prometheus's own exporters write it.
@@ -221,6 +259,17 @@ public final class Metrics: Sendable {
             }
         }
         return out
+    }
+
+    /// A histogram's `_bucket` series in the order of their bounds, `+Inf` last, then `_sum` and `_count`.
+    private static func render(_ histogram: Histogram, of name: String, labels: String, into out: inout String) {
+        let prefix = labels.isEmpty ? "" : labels + ","
+        for (bound, count) in zip(histogram.bounds, histogram.cumulativeCounts) {
+            out += "\(name)_bucket{\(prefix)le=\"\(bound)\"} \(count)\n"
+        }
+        out += "\(name)_bucket{\(prefix)le=\"+Inf\"} \(histogram.count)\n"
+        let braces = labels.isEmpty ? "" : "{\(labels)}"
+        out += "\(name)_sum\(braces) \(histogram.sum)\n\(name)_count\(braces) \(histogram.count)\n"
     }
 
     /// Prometheus label escaping: backslash, quote and newline.
@@ -239,5 +288,17 @@ public final class Metrics: Sendable {
             }
         }
         return out
+    }
+}
+
+extension Metrics {
+    /// Whole microseconds as seconds in decimal, without trailing zeros: 250 is "0.00025", 1,000,000 is "1".
+    static func seconds(microseconds: Int) -> String {
+        let whole = microseconds / 1_000_000
+        var fraction = String(microseconds % 1_000_000)
+        guard fraction != "0" else { return String(whole) }
+        fraction = String(repeating: "0", count: 6 - fraction.count) + fraction
+        while fraction.hasSuffix("0") { fraction.removeLast() }
+        return "\(whole).\(fraction)"
     }
 }

@@ -1,7 +1,10 @@
 import Synchronization
 
 /// A token bucket per client: `burst` requests at once, refilled at `requestsPerMinute`.
-/// Buckets of clients that went quiet are dropped, so memory stays bounded whatever the traffic.
+/// Memory stays bounded whatever the traffic: at most `maxClients` buckets (past it, those of clients that went
+/// quiet are dropped, or all of them in a flood of distinct clients), each keyed by at most `maxKeyBytes` bytes of
+/// the client's name (longer names are truncated: an address is at most 45 bytes, so only a misconfigured proxy
+/// header gives longer ones, and the clients whose names share their first 64 bytes then share a bucket).
 public final class RateLimiter: Sendable {
     public struct Policy: Sendable, Equatable {
         public var requestsPerMinute: Int
@@ -23,7 +26,10 @@ public final class RateLimiter: Sendable {
     }
 
     public let policy: Policy
-    private let maxClients: Int
+    /// The most buckets kept at once.
+    public let maxClients: Int
+    /// The most bytes of a client's name a bucket is keyed by.
+    public static let maxKeyBytes = 64
     private let state = Mutex(State())
 
     public init(policy: Policy, maxClients: Int = 100_000) {
@@ -36,6 +42,7 @@ public final class RateLimiter: Sendable {
     public func acquire(client: String, now: Int64) -> Int? {
         let perMillisecond = Double(policy.requestsPerMinute) / 60_000
         let burst = Double(policy.burst)
+        let client = Self.key(client)
         return state.withLock { state in
             var bucket = state.buckets[client] ?? Bucket(tokens: burst, updated: now)
             let elapsed = Double(max(0, now - bucket.updated))
@@ -58,6 +65,14 @@ public final class RateLimiter: Sendable {
 
     /// Clients tracked now (for tests).
     public var trackedClients: Int { state.withLock { $0.buckets.count } }
+
+    /// The bytes of the keys tracked now, together (for tests).
+    var trackedKeyBytes: Int { state.withLock { $0.buckets.keys.reduce(0) { $0 + $1.utf8.count } } }
+
+    /// `client`'s first `maxKeyBytes` bytes (a cut inside a UTF-8 sequence leaves a replacement character).
+    static func key(_ client: String) -> String {
+        client.utf8.count <= maxKeyBytes ? client : String(decoding: client.utf8.prefix(maxKeyBytes), as: UTF8.self)
+    }
 
     /// Removes buckets that would be full again by now: forgetting them changes no answer. If that frees
     /// less than half (a flood of distinct clients), all are forgotten, so the scan runs rarely.

@@ -20,6 +20,7 @@ struct HealthRoutes {
                     metrics.set(
                         .ledgerCommitMicroseconds, backend,
                         to: Int(seconds) * 1_000_000 + Int(attoseconds / 1_000_000_000_000))
+                    metrics.set(.ledgerCommitSeconds, backend, to: Metrics.Histogram(statistics))
                     metrics.set(.ledgerLargestGroup, backend, to: statistics.largestGroup)
                 }
                 if let ledger { metrics.recordOffers(ledger, catalog: context.snapshot.catalog, now: context.now) }

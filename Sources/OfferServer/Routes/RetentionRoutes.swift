@@ -54,7 +54,8 @@ struct RetentionRoutes: Sendable {
         do {
             let body = try RealtimeRequestBody.decode(request.body)
             let retention = context.snapshot.retention
-            let verified = try retention.verify(bundleId: bundleId, signedPayload: body.signedPayload)
+            let verified = try retention.verify(
+                bundleId: bundleId, signedPayload: body.signedPayload, now: context.now)
             let pending = Pending(
                 request: verified, key: RetentionKey(verified, now: context.now), retention: retention,
                 context: context, reply: reply)

@@ -127,7 +127,8 @@ public final class AppStoreSubscriptionLookup: SubscriptionLookup {
         let subscriptions: [VerifiedSubscriptionStatus]
         do {
             subscriptions = try response.verified(
-                with: eligibility.verifier, trust: eligibility.trust(app), appAppleId: app.definition.appAppleId)
+                with: eligibility.verifier, trust: eligibility.trust(app), appAppleId: app.definition.appAppleId,
+                now: clock())
         } catch {
             finish(.failure(SubscriptionLookupError("untrusted", error.description)))
             return

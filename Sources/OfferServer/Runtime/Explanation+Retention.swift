@@ -22,7 +22,7 @@ extension Explanation {
         ]
         do {
             let request = try service.verify(
-                bundleId: bundleId, signedPayload: try RealtimeRequestBody.decode(body).signedPayload)
+                bundleId: bundleId, signedPayload: try RealtimeRequestBody.decode(body).signedPayload, now: now)
             let payload = request.payload
             lines.append(
                 "retention request: requestIdentifier=\(payload.requestIdentifier) environment="

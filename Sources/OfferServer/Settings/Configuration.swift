@@ -14,8 +14,11 @@ public struct Configuration: Sendable {
 
     /// Reads and validates the file at `path` (no key or certificate is loaded yet).
     public static func read(path: String) throws(ConfigErrors) -> Configuration {
-        guard let bytes = FileBytes.read(path, limit: 4 << 20) else {
-            throw ConfigErrors([ConfigError(path: "$", "\(path): cannot read configuration file")])
+        let bytes: [UInt8]
+        switch FileBytes.readRegularFile(path, limit: 4 << 20) {
+        case .success(let read): bytes = read
+        case .failure(let failure):
+            throw ConfigErrors([ConfigError(path: "$", "\(path): cannot read configuration file: \(failure.reason)")])
         }
         let directory: String
         if let slash = path.lastIndex(of: "/") {
@@ -106,12 +109,17 @@ public struct Configuration: Sendable {
             }
         }
         guard errors.isEmpty else { throw ConfigErrors(errors) }
-        return SignedDataVerifier(trustedRoots: roots)
+        return SignedDataVerifier(
+            trustedRoots: roots, maxClockSkewSeconds: Int64(settings.trust.maxClockSkewSeconds))
     }
 
     /// Reads a certificate file: DER as is, or the first PEM `CERTIFICATE` block decoded.
     static func readCertificateFile(_ path: String) throws -> [UInt8] {
-        guard let bytes = FileBytes.read(path) else { throw ConfigError(path: "", "\(path): cannot read file") }
+        let bytes: [UInt8]
+        switch FileBytes.readRegularFile(path, limit: 1 << 20) {
+        case .success(let read): bytes = read
+        case .failure(let failure): throw ConfigError(path: "", "\(path): cannot read file: \(failure.reason)")
+        }
         let text = String(decoding: bytes, as: UTF8.self)
         guard text.hasPrefix("-----BEGIN CERTIFICATE-----") else { return bytes }
         let body = text.split(separator: "\n").filter { !$0.hasPrefix("-----") }.joined().filter { !$0.isWhitespace }

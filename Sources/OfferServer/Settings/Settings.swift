@@ -12,6 +12,10 @@ public struct Settings: Sendable {
         /// HTTP worker threads; 0 means one per core.
         public var threads = 0
         public var maxConnections = 1024
+        /// Connections one client address may hold open (`maxConnectionsPerAddress`, 0 for no limit); `nil` when
+        /// not set: see `Settings.connectionsPerAddress`.
+        public var maxConnectionsPerAddress: Int?
+        /// Also the only deadline for a request head: libmicrohttpd 0.9.75 has no separate one.
         public var idleTimeoutSeconds = 30
     }
 
@@ -21,6 +25,9 @@ public struct Settings: Sendable {
         /// Environments accepted in signed data: `Production`, `Sandbox`. Production only unless listed: any
         /// sandbox or TestFlight tester can make real Apple-signed Sandbox data.
         public var environments: [AppStoreEnvironment] = [.production]
+        /// How many seconds after now a `signedDate` may be, for clocks that differ (0 to 3600; default 300):
+        /// later data is refused as `future_signed_date`.
+        public var maxClockSkewSeconds = Int(SignedDataVerifier.defaultMaxClockSkewSeconds)
     }
 
     /// Requests per client on the API routes; off when `nil`.
@@ -84,6 +91,19 @@ public struct Settings: Sendable {
 
     public init() {}
 
+    /// Connections one client address may hold open, 0 for no limit: `listen.maxConnectionsPerAddress` when set;
+    /// otherwise `defaultConnectionsPerAddress`, or no limit when `rateLimit.clientAddressHeader` is set (behind a
+    /// proxy every client comes from the proxy's address; the proxy limits its clients).
+    public var connectionsPerAddress: Int {
+        listen.maxConnectionsPerAddress
+            ?? (rateLimit?.clientAddressHeader == nil ? Self.defaultConnectionsPerAddress : 0)
+    }
+
+    /// The per-address limit when none is set: 1/16 of the default `maxConnections`, so one address cannot hold more
+    /// than a sixteenth of the server, while a client (an app keeps one or two connections, a browser six) or a small
+    /// office behind one NAT address stays far below it.
+    public static let defaultConnectionsPerAddress = 64
+
     /// How long signature records are kept by default: a little over a year, so a year's campaigns can be
     /// compared record by record.
     public static let defaultLedgerRetentionDays = 400
@@ -134,6 +154,9 @@ public struct Settings: Sendable {
         if let port = reader.int("port", range: 0...65535) { listen.port = port }
         if let threads = reader.int("threads", range: 0...256) { listen.threads = threads }
         if let limit = reader.int("maxConnections", range: 1...65536) { listen.maxConnections = limit }
+        if let limit = reader.int("maxConnectionsPerAddress", range: 0...65536) {
+            listen.maxConnectionsPerAddress = limit
+        }
         if let timeout = reader.int("idleTimeoutSeconds", range: 1...3600) { listen.idleTimeoutSeconds = timeout }
         reader.finish(into: &errors)
         return listen
@@ -208,6 +231,7 @@ public struct Settings: Sendable {
             }
             trust.environments = environments.map(AppStoreEnvironment.init(rawValue:))
         }
+        if let skew = reader.int("maxClockSkewSeconds", range: 0...3600) { trust.maxClockSkewSeconds = skew }
         reader.finish(into: &errors)
         return trust
     }

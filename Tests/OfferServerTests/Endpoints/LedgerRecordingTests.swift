@@ -100,6 +100,21 @@ struct LedgerRecordingTests {
             #expect((1...3).contains(count))
             #expect(text.contains("# TYPE offer_signer_ledger_commit_microseconds_total counter"))
             #expect(text.contains("offer_signer_ledger_largest_group{backend=\"sqlite\"} "))
+            // The commit time histogram: cumulative buckets in the order of their bounds, +Inf equal to the count.
+            #expect(text.contains("# TYPE offer_signer_ledger_commit_seconds histogram"))
+            let buckets = text.split(separator: "\n").filter {
+                $0.hasPrefix("offer_signer_ledger_commit_seconds_bucket{backend=\"sqlite\",le=\"")
+            }
+            #expect(buckets.count == 14, "\(buckets)")
+            #expect(
+                buckets.first?.hasPrefix("offer_signer_ledger_commit_seconds_bucket{backend=\"sqlite\",le=\"0.0001\"} ")
+                    == true)
+            #expect(
+                buckets.last == "offer_signer_ledger_commit_seconds_bucket{backend=\"sqlite\",le=\"+Inf\"} \(count)")
+            let cumulative = buckets.compactMap { Int($0.split(separator: " ").last ?? "") }
+            #expect(cumulative.count == 14 && cumulative == cumulative.sorted(), "\(cumulative)")
+            #expect(text.contains("offer_signer_ledger_commit_seconds_count{backend=\"sqlite\"} \(count)\n"))
+            #expect(text.contains("offer_signer_ledger_commit_seconds_sum{backend=\"sqlite\"} "))
         }
     }
 }

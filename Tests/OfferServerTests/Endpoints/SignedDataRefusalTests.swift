@@ -21,6 +21,7 @@ struct SignedDataRefusalTests {
         case notAJWS
         case anotherAppsTransaction
         case productionWhereOnlySandboxIsTrusted
+        case signedTenMinutesAhead
 
         var reason: String {
             switch self {
@@ -29,6 +30,7 @@ struct SignedDataRefusalTests {
             case .twoCertificateChain, .algNone, .algHS256, .garbageX5C, .notAJWS: return "malformed"
             case .anotherAppsTransaction: return "wrong_app"
             case .productionWhereOnlySandboxIsTrusted: return "wrong_environment"
+            case .signedTenMinutesAhead: return "future_signed_date"
             }
         }
 
@@ -71,6 +73,10 @@ struct SignedDataRefusalTests {
             case .productionWhereOnlySandboxIsTrusted:
                 return try deployment.transaction(
                     bundleId: Fixture.bundleId, expiredDaysAgo: 70, environment: "Production")
+            case .signedTenMinutesAhead:
+                // Genuinely signed by the trusted chain, dated beyond the default 5 minutes of clock skew.
+                return try deployment.transaction(
+                    bundleId: Fixture.bundleId, expiredDaysAgo: 70, overrides: ["signedDate": .int(now + 600_000)])
             }
         }
     }

@@ -1,0 +1,96 @@
+import CMicroHTTPD
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// What a request head says about its body's length, checked as RFC 9112 (section 6) asks before a byte of the
+/// body is read: a head whose framing two parties could read differently is refused with 400 and the connection
+/// closed, so a request hidden in its body is never served.
+///
+/// libmicrohttpd 0.9.75 reads `Transfer-Encoding` and ignores `Content-Length` beside it, takes the first of two
+/// `Content-Length`s, and keeps `Transfer-Encoding : chunked` (a space before the colon) as a header named
+/// `Transfer-Encoding ` that it then does not apply. A proxy in front may read any of these the other way, so
+/// each is refused here. (Its strict mode that refuses a space before the colon, level -1, also stops checking
+/// `Host`; the server keeps level 1 for `Host` and checks names here.)
+struct RequestFraming {
+    private var contentLengths = 0
+    private var firstContentLength: [UInt8] = []
+    private var differingContentLengths = false
+    private var transferEncodings = 0
+    private var chunkedOnly = true
+    private var malformedName = false
+
+    /// Looks at every header of `connection`'s request once (one pass, no copies but a `Content-Length`'s value).
+    init(of connection: OpaquePointer) {
+        withUnsafeMutablePointer(to: &self) { framing in
+            _ = MHD_get_connection_values(connection, .HEADER_KIND, inspectHeader, framing)
+        }
+    }
+
+    init() {}
+
+    /// Why the head's framing is refused, or `nil` when it is unambiguous.
+    var problem: String? {
+        if malformedName { return "a header name contains whitespace (no space is allowed before the colon)" }
+        if transferEncodings > 0 && contentLengths > 0 {
+            return "Transfer-Encoding and Content-Length together"
+        }
+        if transferEncodings > 1 { return "more than one Transfer-Encoding header" }
+        if transferEncodings == 1 && !chunkedOnly { return "a Transfer-Encoding other than chunked" }
+        if differingContentLengths { return "Content-Length headers that differ" }
+        if contentLengths > 1 { return "more than one Content-Length header" }
+        return nil
+    }
+
+    /// Takes one header line as libmicrohttpd split it: the name (up to the colon) and the value.
+    mutating func see(name: UnsafePointer<CChar>, value: UnsafePointer<CChar>?) {
+        if strpbrk(name, " \t") != nil { malformedName = true }
+        if strcasecmp(name, "Content-Length") == 0 {
+            let bytes = value.map { Array(UnsafeRawBufferPointer(start: $0, count: strlen($0))) } ?? []
+            if contentLengths == 0 {
+                firstContentLength = bytes
+            } else if bytes != firstContentLength {
+                differingContentLengths = true
+            }
+            contentLengths += 1
+        } else if strcasecmp(name, "Transfer-Encoding") == 0 {
+            transferEncodings += 1
+            if value.map({ strcasecmp($0, "chunked") }) != 0 { chunkedOnly = false }
+        }
+    }
+
+    /// The 400 for `problem`: the usual JSON error, and `Connection: close` (libmicrohttpd closes after it too,
+    /// since the answer comes before the body is read).
+    static func refusal(_ problem: String) -> HTTPResponse {
+        var response =
+            HTTPError(status: 400, code: .invalidRequest, message: "ambiguous request framing: \(problem)").response
+        response.headers.append(HTTPHeader("Connection", "close"))
+        return response
+    }
+}
+
+/// libmicrohttpd's header iterator: hands each header to the `RequestFraming` behind `cls`.
+private func inspectHeader(
+    _ cls: UnsafeMutableRawPointer?, _ kind: MHD_ValueKind, _ key: UnsafePointer<CChar>?,
+    _ value: UnsafePointer<CChar>?
+) -> MHD_Result {
+    guard let cls, let key else { return .YES }
+    cls.assumingMemoryBound(to: RequestFraming.self).pointee.see(name: key, value: value)
+    return .YES
+}
+
+/// The type of `MHD_OPTION_UNESCAPE_CALLBACK`'s function (0.9.75's header names none).
+typealias UnescapeCallback =
+    @convention(c) (
+        UnsafeMutableRawPointer?, OpaquePointer?, UnsafeMutablePointer<CChar>?
+    ) -> Int
+
+/// libmicrohttpd's unescape callback, given for the path and the query string's names and values: it decodes
+/// nothing, so the router sees the path as the client sent it (`/%6detrics` is not `/metrics`, and `%00` does not
+/// cut the path short). The query arguments handlers read are decoded once, in `QueryDecoding`.
+func keepEscaped(
+    _ cls: UnsafeMutableRawPointer?, _ connection: OpaquePointer?, _ text: UnsafeMutablePointer<CChar>?
+) -> Int {
+    text.map { strlen($0) } ?? 0
+}
