@@ -269,7 +269,9 @@ public final class Metrics: Sendable {
         }
         out += "\(name)_bucket{\(prefix)le=\"+Inf\"} \(histogram.count)\n"
         let braces = labels.isEmpty ? "" : "{\(labels)}"
-        out += "\(name)_sum\(braces) \(histogram.sum)\n\(name)_count\(braces) \(histogram.count)\n"
+        // In plain decimal to the microsecond (Swift's own `description` turns small values into `1e-05`).
+        let sum = seconds(microseconds: Int((max(histogram.sum, 0) * 1e6).rounded()))
+        out += "\(name)_sum\(braces) \(sum)\n\(name)_count\(braces) \(histogram.count)\n"
     }
 
     /// Prometheus label escaping: backslash, quote and newline.
