@@ -32,7 +32,7 @@ let package = Package(
         .target(name: "OfferAPI", linkerSettings: [.linkedLibrary("m", .when(platforms: [.linux]))]),
         // The client module apps embed: Foundation (FoundationNetworking on Linux) and OfferAPI, nothing else.
         .target(name: "OfferKit", dependencies: ["OfferAPI"]),
-        .target(name: "OfferCrypto", dependencies: ["COpenSSL", "CPKCS11", "CSystem"]),
+        .target(name: "OfferCrypto", dependencies: ["OfferAPI", "COpenSSL", "CPKCS11", "CSystem"]),
         .target(name: "OfferCore", dependencies: ["OfferAPI", "OfferCrypto"]),
         .target(name: "OfferStore", dependencies: ["OfferCore", "OfferCrypto", "CSQLite", "CPostgreSQL"]),
         // The App Store Server API client: HTTPS over libcurl, the authentication JWT, lookups with a cache, a

@@ -1,3 +1,5 @@
+import OfferAPI
+
 /// A PKCS#11 URI (RFC 7512) naming a token and a key in it: `pkcs11:token=offer-signer;object=ABC123DEF4`.
 ///
 /// Only the attributes that select a token or an object are accepted: `token`, `manufacturer`, `model`,
@@ -105,28 +107,9 @@ public struct PKCS11URI: Sendable, Equatable, CustomStringConvertible {
     }
 
     private static func percentDecoded(_ text: Substring, attribute: String) throws(CryptoError) -> [UInt8] {
-        var bytes: [UInt8] = []
-        var utf8 = text.utf8.makeIterator()
-        while let byte = utf8.next() {
-            guard byte == UInt8(ascii: "%") else {
-                bytes.append(byte)
-                continue
-            }
-            guard let high = utf8.next().flatMap(hexValue), let low = utf8.next().flatMap(hexValue) else {
-                throw CryptoError(.invalidPKCS11URI, "attribute \"\(attribute)\" has a bad percent escape")
-            }
-            bytes.append(high << 4 | low)
-        }
+        let (bytes, malformed) = Hex.percentDecoded(text.utf8)
+        if malformed { throw CryptoError(.invalidPKCS11URI, "attribute \"\(attribute)\" has a bad percent escape") }
         return bytes
-    }
-
-    private static func hexValue(_ byte: UInt8) -> UInt8? {
-        switch byte {
-        case UInt8(ascii: "0")...UInt8(ascii: "9"): byte - UInt8(ascii: "0")
-        case UInt8(ascii: "a")...UInt8(ascii: "f"): byte - UInt8(ascii: "a") + 10
-        case UInt8(ascii: "A")...UInt8(ascii: "F"): byte - UInt8(ascii: "A") + 10
-        default: nil
-        }
     }
 
     /// RFC 7512's unreserved path characters stay as they are; every other byte is `%XX`.

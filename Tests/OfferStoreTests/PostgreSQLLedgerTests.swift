@@ -1,4 +1,5 @@
 import Foundation
+import OfferAPI
 import OfferCore
 import Synchronization
 import Testing

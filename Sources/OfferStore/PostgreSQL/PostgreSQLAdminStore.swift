@@ -1,3 +1,4 @@
+import OfferAPI
 import OfferCore
 
 /// The admin store in a PostgreSQL database that several replicas share: a small pool of its own
