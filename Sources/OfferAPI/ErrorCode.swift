@@ -72,4 +72,9 @@ public struct ErrorCode: RawRepresentable, Sendable, Hashable, CustomStringConve
     public static let unknownToken = ErrorCode(rawValue: "unknown_token")
     /// 409: an admin token in force already has this name.
     public static let tokenNameTaken = ErrorCode(rawValue: "token_name_taken")
+    /// 421: the request's `Host` is not a name of the admin listener (its address, or `admin.publicOrigin`).
+    public static let misdirectedRequest = ErrorCode(rawValue: "misdirected_request")
+    /// 429: too many failed admin tokens or sign-ins from this client address; a valid token is still served
+    /// (`Retry-After` header: when the next failure is looked at again).
+    public static let tooManyFailedAttempts = ErrorCode(rawValue: "too_many_failed_attempts")
 }

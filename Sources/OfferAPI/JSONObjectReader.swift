@@ -59,7 +59,11 @@ public struct JSONObjectReader: Sendable {
             let unknown = members.keys.sorted().first(where: { !allowed.contains($0) })
         {
             let name = Self.qualified(unknown, in: path)
-            throw WireError("unknown field \"\(name)\"")
+            var message = "unknown field \"\(name)\""
+            if let near = NameSuggestion.closest(to: unknown, among: allowed.sorted()) {
+                message += "; did you mean \"\(Self.qualified(near, in: path))\"?"
+            }
+            throw WireError(field: name, message: message)
         }
         self.members = members
         self.policy = policy

@@ -1,3 +1,4 @@
+import OfferAPI
 import OfferCore
 import OfferServer
 import OfferStore

@@ -60,8 +60,8 @@ enum Help {
         """
 
     static let serve = """
-        Usage: offer-signer serve --config FILE [--host HOST] [--port PORT] [--log-level LEVEL]
-            [--log-format FORMAT]
+        Usage: offer-signer serve --config FILE [--host HOST] [--port PORT] [--admin-host HOST]
+            [--admin-port PORT] [--log-level LEVEL] [--log-format FORMAT]
 
         Serves the HTTP API on HOST:PORT (default: the config's "listen", else 127.0.0.1:8080).
         Prints "offer-signer listening on http://HOST:PORT" once ready. SIGTERM or SIGINT stop it
@@ -75,7 +75,9 @@ enum Help {
         With an "admin" block, the admin API and web console are served on their own listener (admin.listen,
         loopback only unless "allowRemote"), never on the public port, and a second line is printed:
         "offer-signer admin listening on http://HOST:PORT" (the console is at /admin/ there). Both listeners
-        stop together.
+        stop together. The admin listener answers only requests whose Host names it (its address, or
+        "admin.publicOrigin" behind a proxy): any other gets 421. A port another process holds is named
+        with the flag and key that move it.
         Key files must be regular files (a FIFO or device is refused); their text is wiped once parsed, the
         process is not dumpable and has no core limit. Run it with SWIFT_BACKTRACE=enable=no, or a crash
         report may print memory to the logs: without it one warning is logged at start.
@@ -83,6 +85,10 @@ enum Help {
           --config FILE        configuration file (JSON), required
           --host HOST          listen address, overrides the config
           --port PORT          listen port (0 picks a free port), overrides the config
+          --admin-host HOST    the admin listener's address, overrides "admin.listen.host" (loopback
+                               unless "admin.allowRemote"); needs an "admin" block
+          --admin-port PORT    the admin listener's port (0 picks a free port), overrides
+                               "admin.listen.port"; needs an "admin" block
           --log-level LEVEL    debug, info, warning or error; overrides "logging.level" (default info)
           --log-format FORMAT  logfmt or json; overrides "logging.format" (default logfmt)
         """

@@ -12,11 +12,13 @@ import OfferStore
 /// reloads on SIGHUP.
 enum ServeCommand {
     static func run(_ arguments: ArraySlice<String>) throws -> Int32 {
-        let options = try Arguments(arguments, valued: ["config", "host", "port", "log-level", "log-format"])
+        let options = try Arguments(
+            arguments, valued: ["config", "host", "port", "admin-host", "admin-port", "log-level", "log-format"])
         guard options.positionals.isEmpty else { throw UsageError("unexpected argument \(options.positionals[0])") }
         let configPath = try options.required("config")
         let configuration = try readConfiguration(configPath)
-        let settings = configuration.settings
+        var settings = configuration.settings
+        try applyAdminOptions(options, to: &settings)
         var log = Logger(level: settings.logging.level, format: settings.logging.format)
         if let label = options["log-level"] {
             guard let level = Logger.Level(label: label) else {
@@ -37,12 +39,11 @@ enum ServeCommand {
             log.warning(warning)
         }
         let host = options["host"] ?? settings.listen.host
-        var port = settings.listen.port
-        if let text = options["port"] {
-            guard let value = Int(text), (0...65535).contains(value) else {
-                throw UsageError("--port must be a number from 0 to 65535")
-            }
-            port = value
+        let port = try portOption(options, "port") ?? settings.listen.port
+        if let admin = settings.admin, admin.port != 0, admin.port == port {
+            throw UsageError(
+                "the admin listener's port (\(admin.port)) is the public one's: give it its own with --admin-port (or "
+                    + "\"admin.listen.port\")")
         }
 
         // Block the stop signals before any thread starts, so every thread inherits the mask and
@@ -115,7 +116,11 @@ enum ServeCommand {
         do {
             try server.start(host: host, port: port)
         } catch {
-            throw CommandError(error.description)
+            throw CommandError(
+                error.description
+                    + (error.addressInUse
+                        ? "; another process holds it: choose another port with --port (or \"listen.port\" in the "
+                            + "configuration)" : ""))
         }
         // The admin listener: its own server, router and port, never the public one's.
         let adminServer: HTTPServer?
@@ -171,9 +176,46 @@ enum ServeCommand {
         do {
             try server.start(host: admin.host, port: admin.port)
         } catch {
-            throw CommandError("admin listener: \(error.description)")
+            throw CommandError(
+                "admin listener: \(error.description)"
+                    + (error.addressInUse
+                        ? "; another process holds it: choose another port with --admin-port (or "
+                            + "\"admin.listen.port\" in the configuration)" : ""))
         }
+        adminService.authority.listening(on: server.port)
         return server
+    }
+
+    /// `--NAME PORT`, checked: 0 to 65535.
+    static func portOption(_ options: Arguments, _ name: String) throws -> Int? {
+        guard let text = options[name] else { return nil }
+        guard let value = Int(text), (0...65535).contains(value) else {
+            throw UsageError("--\(name) must be a number from 0 to 65535")
+        }
+        return value
+    }
+
+    /// `--admin-host` and `--admin-port` over the configuration's `admin.listen`, under the same rules: they need an
+    /// "admin" block, a port other than the public one, and loopback unless "allowRemote".
+    static func applyAdminOptions(_ options: Arguments, to settings: inout Settings) throws {
+        let host = options["admin-host"]
+        let port = try portOption(options, "admin-port")
+        guard host != nil || port != nil else { return }
+        guard var admin = settings.admin else {
+            throw UsageError(
+                "--admin-host and --admin-port need an \"admin\" block in the configuration (the admin listener is "
+                    + "off without one)")
+        }
+        if let host {
+            guard admin.allowRemote || Settings.isLoopback(host) else {
+                throw UsageError(
+                    "--admin-host \(host) is not a loopback address: the admin listener takes one only with "
+                        + "\"admin.allowRemote\": true in the configuration (behind a TLS-terminating proxy)")
+            }
+            admin.host = host
+        }
+        if let port { admin.port = port }
+        settings.admin = admin
     }
 
     /// The storage-fault tests' full disk: the SQLite ledger may not grow past this many pages (see

@@ -87,8 +87,8 @@ public struct AppDefinition: Sendable {
     ) -> AppDefinition? {
         var reader = ConfigReader(value, path: path, errors: &errors)
         let bundleId = reader.string("bundleId")
-        if let bundleId, !Identifiers.isPlainIdentifier(bundleId) {
-            errors.append(ConfigError(path: "\(path).bundleId", Identifiers.plainIdentifierRule))
+        if let bundleId, !Identifiers.isPathIdentifier(bundleId) {
+            errors.append(ConfigError(path: "\(path).bundleId", Identifiers.pathIdentifierRule))
         }
         let issuerId = reader.string("issuerId")
         if let issuerId, !UUIDText.isValid(issuerId) {

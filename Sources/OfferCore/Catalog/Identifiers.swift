@@ -13,6 +13,22 @@ public enum Identifiers {
             && text.utf8.allSatisfy { $0 > 0x20 && $0 < 0x7F && $0 != UInt8(ascii: "\"") && $0 != UInt8(ascii: "\\") }
     }
 
+    /// An identifier that ends up in a URL path (an app's bundle ID, an offer's ID): Apple's rule for offer
+    /// identifiers, 1 to 255 ASCII letters, digits, `.`, `_` and `-`, and not only dots (`.` and `..` are path
+    /// steps a browser or proxy removes). Such an identifier reaches its admin routes as written, unescaped.
+    public static func isPathIdentifier(_ text: String) -> Bool {
+        (1...255).contains(text.utf8.count)
+            && text.utf8.allSatisfy {
+                isAlphanumeric($0) || $0 == UInt8(ascii: ".") || $0 == UInt8(ascii: "_") || $0 == UInt8(ascii: "-")
+            }
+            && !text.utf8.allSatisfy { $0 == UInt8(ascii: ".") }
+    }
+
+    /// The error message for a value that is not `isPathIdentifier`.
+    public static let pathIdentifierRule =
+        "expected 1 to 255 ASCII letters, digits, \".\", \"_\" or \"-\" (Apple's rule for offer identifiers; it "
+        + "goes into admin URLs as it is), and not only dots"
+
     /// The error message for a value that is not `isPlainIdentifier`.
     public static let plainIdentifierRule =
         "expected 1 to 255 printable ASCII characters without spaces, quotes or backslashes"

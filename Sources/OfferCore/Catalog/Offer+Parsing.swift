@@ -5,8 +5,8 @@ extension Offer {
     public static func parse(_ value: JSONValue, path: String, errors: inout [ConfigError]) -> Offer? {
         var reader = ConfigReader(value, path: path, errors: &errors)
         let id = reader.string("id")
-        if let id, !Identifiers.isPlainIdentifier(id) {
-            errors.append(ConfigError(path: "\(path).id", Identifiers.plainIdentifierRule))
+        if let id, !Identifiers.isPathIdentifier(id) {
+            errors.append(ConfigError(path: "\(path).id", Identifiers.pathIdentifierRule))
         }
         var type: Offer.Kind?
         if let typeName = reader.string("type") {

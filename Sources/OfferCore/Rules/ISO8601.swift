@@ -54,6 +54,12 @@ public enum ISO8601 {
         return text + "Z"
     }
 
+    /// `2026-12-01T00:00:00.000Z`: always with milliseconds, so every line of a log has the same width of time.
+    public static func formatWithMilliseconds(_ milliseconds: Int64) -> String {
+        let text = format(milliseconds)
+        return milliseconds % 1000 == 0 ? String(text.dropLast()) + ".000Z" : text
+    }
+
     // MARK: - Calendar arithmetic (proleptic Gregorian, after Howard Hinnant's algorithms)
 
     private static func isLeap(_ year: Int64) -> Bool { year % 4 == 0 && (year % 100 != 0 || year % 400 == 0) }

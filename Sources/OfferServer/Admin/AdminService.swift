@@ -4,7 +4,7 @@ import Synchronization
 
 /// The admin listener's service: the admin store (tokens, sessions, audit log, catalog versions), the
 /// `OfferService` it administers (its configuration in force, clock, metrics and log), and the router of
-/// `/admin/...` with its own middleware: request ID, access log (names, never tokens or cookies), metrics,
+/// `/admin/...` with its own middleware: the `Host` check (`AdminAuthority`), request ID, access log (names, never tokens or cookies), metrics,
 /// authentication and role check (`AdminAuthentication`), CSRF for console sessions, and security headers on every
 /// answer. `handle` is the admin `HTTPServer`'s handler, which is never the public one's; tests call it in process.
 public final class AdminService: Sendable {
@@ -16,6 +16,8 @@ public final class AdminService: Sendable {
     public let editor: CatalogEditor
     public let tokens: AdminTokens
     public let sessions: AdminSessions
+    /// The names this listener answers for (`Host`) and the origins it takes changes from.
+    public let authority: AdminAuthority
     private let router = Mutex<Router?>(nil)
 
     /// The routes every admin listener has; a feature adds its own here (or passes them to `init`).
@@ -39,21 +41,26 @@ public final class AdminService: Sendable {
         editor = CatalogEditor(store: store, mode: catalog, audit: audit)
         let tokens = AdminTokens(store: store, audit: audit)
         self.tokens = tokens
-        sessions = AdminSessions(store: store, tokens: tokens, audit: audit, settings: settings)
+        let authority = AdminAuthority(settings: settings)
+        self.authority = authority
+        sessions = AdminSessions(
+            store: store, tokens: tokens, audit: audit, settings: settings, authority: authority,
+            metrics: service.metrics)
         do throws(LedgerError) {
             try audit.observeStore()
         } catch {
             service.log.warning("the audit log's head could not be read at start", [("kind", error.kind.rawValue)])
         }
         var middleware: [Route.Group: [any Middleware]] = [:]
+        let host = AdminHostCheck(authority: authority)
         let open: [any Middleware] = [
-            AdminSecurityHeaders(), AccessLogMiddleware(), MetricsMiddleware(service.metrics),
+            host, AdminSecurityHeaders(), AccessLogMiddleware(), MetricsMiddleware(service.metrics),
         ]
         middleware[.admin(nil)] = open
         for role in AdminRole.allCases {
             middleware[.admin(role)] = open + [AdminAuthentication(required: role, sessions: sessions)]
         }
-        middleware[.operations] = [AdminSecurityHeaders(), MetricsMiddleware(service.metrics)]
+        middleware[.operations] = [host, AdminSecurityHeaders(), MetricsMiddleware(service.metrics)]
         let table = routes.flatMap { $0.routes(self) } + extraRoutes
         let made = Router(
             routes: table, middleware: middleware, unmatchedMiddleware: open,
@@ -73,6 +80,8 @@ public final class AdminService: Sendable {
         limits.maxBodyBytes = 1 << 20
         limits.threads = 2
         limits.maxConnections = 64
+        // Failed tokens are counted per client address (`AdminThrottle`).
+        limits.recordsClientAddress = true
         limits.forwardedHeaders = [
             "X-Request-Id", "Authorization", "Cookie", "X-CSRF-Token", "Origin", "If-Match", "Host",
         ]

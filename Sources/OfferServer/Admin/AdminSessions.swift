@@ -17,12 +17,23 @@ public struct AdminSessions: Sendable {
     public let tokens: AdminTokens
     public let audit: AuditTrail
     public let settings: Settings.Admin
+    /// The names the listener answers for and the origins changes may come from.
+    public let authority: AdminAuthority
+    /// Failed tokens per client address.
+    public let throttle: AdminThrottle
+    let metrics: Metrics?
 
-    public init(store: any AdminStore, tokens: AdminTokens, audit: AuditTrail, settings: Settings.Admin) {
+    public init(
+        store: any AdminStore, tokens: AdminTokens, audit: AuditTrail, settings: Settings.Admin,
+        authority: AdminAuthority? = nil, throttle: AdminThrottle = AdminThrottle(), metrics: Metrics? = nil
+    ) {
         self.store = store
         self.tokens = tokens
         self.audit = audit
         self.settings = settings
+        self.authority = authority ?? AdminAuthority(settings: settings)
+        self.throttle = throttle
+        self.metrics = metrics
     }
 
     public static let cookieName = "offer_signer_session"
@@ -31,10 +42,12 @@ public struct AdminSessions: Sendable {
 
     /// A new session for the token `secret`: its caller, and the cookie's value (for `Set-Cookie`, once).
     public func signIn(
-        secret: String, requestId: String, at now: Int64, log: Logger? = nil
+        secret: String, requestId: String, at now: Int64, client: String? = nil, log: Logger? = nil
     ) throws -> (caller: AdminCaller, cookie: String) {
         guard let token = try tokens.token(for: secret) else {
-            throw AdminError.unauthorized("the token is not one in force (unknown, revoked or mistyped)")
+            throw failure(
+                .unauthorized("the token is not one in force (unknown, revoked or mistyped)"), kind: "sign_in",
+                client: client, now: now)
         }
         let cookie = Base64.encodeURL(SecureRandom.bytes(32))
         let session = AdminCaller.Session(
@@ -93,7 +106,9 @@ public struct AdminSessions: Sendable {
                 throw AdminError.unauthorized("the Authorization header must be \"Bearer\" and an admin token")
             }
             guard let token = try tokens.token(for: String(parts[1]).trimmingSpaces) else {
-                throw AdminError.unauthorized("the bearer token is not one in force (unknown, revoked or mistyped)")
+                throw failure(
+                    .unauthorized("the bearer token is not one in force (unknown, revoked or mistyped)"),
+                    kind: "bearer", client: request.clientAddress, now: now)
             }
             return AdminCaller(token: token)
         }
@@ -115,18 +130,23 @@ public struct AdminSessions: Sendable {
             guard ConstantTime.equals(Array(sent.utf8), Array(session.csrfToken.utf8)) else {
                 throw AdminError.csrfRejected("the X-CSRF-Token header is not this session's")
             }
-            try Self.checkOrigin(request)
+            try checkOrigin(request)
         }
         return AdminCaller(token: stored.token, session: session)
     }
 
-    /// A browser's `Origin`, when sent, must be the listener's own (`http://` or `https://` and the `Host`
-    /// header): a page elsewhere cannot make changes with the console's cookie.
-    public static func checkOrigin(_ request: HTTPRequest) throws(AdminError) {
-        guard let origin = request.headers["origin"] else { return }
-        guard let host = request.headers["host"], origin == "http://\(host)" || origin == "https://\(host)" else {
-            throw AdminError.csrfRejected("the request comes from another origin than the admin listener's")
-        }
+    /// A failed token from `client`: counted, and answered `refusal` (401), or 429 while the address waits.
+    private func failure(_ refusal: AdminError, kind: String, client: String?, now: Int64) -> AdminError {
+        let waiting = throttle.fail(client: client ?? "unknown", now: now)
+        metrics?.increment(.adminAuthFailures, ["kind": kind, "answer": waiting == nil ? "refused" : "throttled"])
+        return waiting.map(AdminThrottle.refusal(seconds:)) ?? refusal
+    }
+
+    /// A browser's `Origin`, when sent, must be one the listener is configured for (`AdminAuthority.origins`:
+    /// `admin.publicOrigin`, or `http://` and the listener's own address), never merely the request's own `Host`:
+    /// a page elsewhere cannot make changes with the console's cookie, nor sign in.
+    public func checkOrigin(_ request: HTTPRequest) throws(AdminError) {
+        try authority.check(origin: request.headers["origin"])
     }
 
     /// The CSRF token of the session whose cookie is `cookie`: base64url(SHA-256("csrf\0" + cookie)).

@@ -3,7 +3,7 @@ import OfferStore
 import Synchronization
 
 /// The admin audit log as this process sees it. After every append it publishes the new head: the log line
-/// `audit appended` (sequence, action, hash) and the metrics `offer_signer_audit_entries` and
+/// `audit appended` (request ID, sequence, action, hash) and the metrics `offer_signer_audit_entries` and
 /// `offer_signer_audit_head_info`, so that a head outlives the store and dropping the newest entries is caught. It
 /// keeps the newest head it has appended or seen, which `verify` checks the stored chain against.
 public final class AuditTrail: Sendable {
@@ -68,9 +68,14 @@ public final class AuditTrail: Sendable {
     }
 
     private func publish(_ entry: AuditEntry, log: Logger) {
+        // The request the change came with (`cli` for a command): named once, whether or not `log` carries it.
+        let requestId: [(String, String)] =
+            log.metadata.contains(where: { $0.0 == "request_id" }) ? [] : [("request_id", entry.record.requestId)]
         log.info(
             "audit appended",
-            [("sequence", String(entry.sequence)), ("action", entry.record.action), ("hash", entry.hash)])
+            requestId + [
+                ("sequence", String(entry.sequence)), ("action", entry.record.action), ("hash", entry.hash),
+            ])
         observe(AuditChain.Head(count: entry.sequence, hash: entry.hash))
     }
 }

@@ -1,7 +1,7 @@
 import OfferAPI
 
 /// The console's session: `POST /admin/v1/session` signs in with a token (no authentication needed; an `Origin`,
-/// when sent, must be the listener's own) and sets the session cookie; `GET` says who is signed in (after a page
+/// when sent, must be one the listener is configured for) and sets the session cookie; `GET` says who is signed in (after a page
 /// load); `DELETE` signs out and clears the cookie. See `AdminSessions`.
 struct SessionRoutes: AdminRouteSet {
     static let path = "/admin/v1/session"
@@ -10,11 +10,12 @@ struct SessionRoutes: AdminRouteSet {
         let sessions = admin.sessions
         return [
             .admin("POST", Self.path, role: nil) { request, context in
-                try AdminSessions.checkOrigin(request)
+                try sessions.checkOrigin(request)
                 let (_, reader) = try AdminJSON.body(request, allowed: ["token"])
                 let secret = try reader.string("token")
                 let (caller, cookie) = try sessions.signIn(
-                    secret: secret, requestId: context.requestId, at: context.now, log: context.log)
+                    secret: secret, requestId: context.requestId, at: context.now, client: request.clientAddress,
+                    log: context.log)
                 context.authenticate(caller)
                 return AdminJSON.response(Self.describe(caller), headers: [sessions.cookie(cookie)])
             },

@@ -254,7 +254,7 @@ public final class HTTPServer: @unchecked Sendable {
             return (fds, Self.port(of: bound) ?? port)
         }
         let reason = lastErrno == 0 ? "no socket could be opened" : systemError(lastErrno).lowercased()
-        throw ServerError("cannot listen on \(host):\(port) (\(reason))")
+        throw ServerError("cannot listen on \(host):\(port) (\(reason))", addressInUse: lastErrno == EADDRINUSE)
     }
 
     /// The port in an IPv4 or IPv6 socket address.
@@ -334,7 +334,12 @@ final class ConnectionCount: Sendable {
 /// A server start-up failure with a message fit for the operator.
 public struct ServerError: Error, Sendable, CustomStringConvertible {
     public let description: String
-    public init(_ description: String) { self.description = description }
+    /// The port is taken (`EADDRINUSE`): the caller says which setting moves it.
+    public let addressInUse: Bool
+    public init(_ description: String, addressInUse: Bool = false) {
+        self.description = description
+        self.addressInUse = addressInUse
+    }
 }
 
 /// Per-request state kept in libmicrohttpd's `con_cls` between handler calls.

@@ -1,11 +1,13 @@
 import OfferAPI
+import OfferCore
 
 #if canImport(Glibc)
     import Glibc
 #endif
 
 /// A structured logger writing one line per event to standard error (or to a given writer), as logfmt
-/// (`level=info msg="..." k=v`) or JSON. Callers pass it in and add metadata with `with(_:_:)` (a request's ID,
+/// (`time=2026-12-04T15:24:52.123Z level=info msg="..." k=v`) or JSON, each line starting with its time (RFC 3339,
+/// UTC, milliseconds, from the clock given: the system's real-time clock unless a test passes its own). Callers pass it in and add metadata with `with(_:_:)` (a request's ID,
 /// its route); it never receives key material, tokens or signed data, only identifiers.
 public struct Logger: Sendable {
     public enum Level: Int, Sendable, Comparable, CaseIterable {
@@ -38,12 +40,25 @@ public struct Logger: Sendable {
     /// Fields added to every line, in order.
     public private(set) var metadata: [(String, String)] = []
     private let writer: Writer
+    /// Unix milliseconds, for each line's `time`.
+    private let clock: @Sendable () -> Int64
 
     /// A logger writing to `writer`; by default to standard error (file descriptor 2).
-    public init(level: Level, format: Format = .logfmt, writer: @escaping Writer = Logger.standardError) {
+    public init(
+        level: Level, format: Format = .logfmt, writer: @escaping Writer = Logger.standardError,
+        clock: @escaping @Sendable () -> Int64 = Logger.realTime
+    ) {
         self.level = level
         self.format = format
         self.writer = writer
+        self.clock = clock
+    }
+
+    /// The system's real-time clock, in Unix milliseconds.
+    @Sendable public static func realTime() -> Int64 {
+        var spec = timespec()
+        clock_gettime(CLOCK_REALTIME, &spec)
+        return Int64(spec.tv_sec) * 1000 + Int64(spec.tv_nsec) / 1_000_000
     }
 
     /// Writes a line to file descriptor 2 in one `write` call, so lines from several threads never interleave.
@@ -76,23 +91,29 @@ public struct Logger: Sendable {
 
     private func write(_ level: Level, _ message: () -> String, _ fields: [(String, String)]) {
         guard level >= self.level else { return }
-        writer(Self.line(level: level, message: message(), fields: metadata + fields, format: format))
+        writer(
+            Self.line(
+                time: ISO8601.formatWithMilliseconds(clock()), level: level, message: message(),
+                fields: metadata + fields, format: format))
     }
 
     /// One event as one line, newline-terminated: quotes, backslashes and control characters are escaped in
     /// both formats, so a value can never start a new line.
-    static func line(level: Level, message: String, fields: [(String, String)], format: Format) -> [UInt8] {
+    static func line(
+        time: String, level: Level, message: String, fields: [(String, String)], format: Format
+    ) -> [UInt8] {
         switch format {
         case .json:
-            var writer = JSONWriter(capacity: 160)
+            var writer = JSONWriter(capacity: 192)
             writer.beginObject()
+            writer.member("time", time)
             writer.member("level", level.label)
             writer.member("msg", message)
             for (key, value) in fields { writer.member(key, value) }
             writer.endObject()
             return writer.bytes + [UInt8(ascii: "\n")]
         case .logfmt:
-            var out = "level=\(level.label) msg=\(quoted(message))"
+            var out = "time=\(time) level=\(level.label) msg=\(quoted(message))"
             for (key, value) in fields { out += " \(key)=\(logfmtValue(value))" }
             return Array((out + "\n").utf8)
         }

@@ -17,7 +17,7 @@ public enum ErrorMapping {
     static let adminStatuses: [ErrorCode: Int] = [
         .unauthorized: 401, .sessionExpired: 401, .forbidden: 403, .csrfRejected: 403, .preconditionRequired: 428,
         .versionConflict: 409, .invalidCatalog: 422, .catalogIsFile: 409, .unknownVersion: 404, .unknownToken: 404,
-        .tokenNameTaken: 409,
+        .tokenNameTaken: 409, .misdirectedRequest: 421, .tooManyFailedAttempts: 429,
     ]
 
     /// The HTTP status of a domain error code (500 when unmapped).

@@ -47,6 +47,8 @@ public struct MetricsMiddleware: Middleware {
 
     public func after(_ request: HTTPRequest, _ context: RequestContext, _ response: inout HTTPResponse) {
         metrics.increment(.requests, ["route": context.route, "status": String(response.status)])
+        let elapsed = Int((MonotonicClock.nanoseconds() &- context.started) / 1000)
+        metrics.observe(.requestDuration, ["route": context.route], microseconds: elapsed)
         let facts = context.recorded
         let app = facts.app ?? "none"
         if let reason = facts.rejectedSignedData {

@@ -53,9 +53,16 @@ public final class Router: Sendable {
             parameters: matched?.1 ?? [:], clientAddress: request.clientAddress, now: clock(), snapshot: snapshot(),
             log: log.with("request_id", requestId), started: started)
         guard let (route, _) = matched else {
-            let error: HTTPError =
+            var error: any Error =
                 allowed.isEmpty
-                ? .notFound(request.path) : .methodNotAllowed(request.method, allow: allowed.joined(separator: ", "))
+                ? HTTPError.notFound(request.path)
+                : HTTPError.methodNotAllowed(request.method, allow: allowed.joined(separator: ", "))
+            do {
+                // A check that guards every answer (the admin listener's `Host`) comes before even a 404.
+                for step in unmatchedMiddleware { try step.before(request, context) }
+            } catch let refused {
+                error = refused
+            }
             finish(.failure(error), request, context, unmatchedMiddleware, responder)
             return
         }

@@ -52,6 +52,10 @@ public struct Settings: Sendable {
         public var allowRemote = false
         /// How long a console session lasts, in minutes (5 to 10080, a week).
         public var sessionMinutes = 480
+        /// The origin browsers reach the console at through a proxy (`https://admin.example.com`), normalised to
+        /// lowercase without a trailing slash: besides the listener's own address, the only `Host` the admin
+        /// listener answers and the only other `Origin` it accepts. Required with `allowRemote`.
+        public var publicOrigin: String?
 
         public init() {}
 
@@ -175,7 +179,25 @@ public struct Settings: Sendable {
         if let minutes = reader.int("sessionMinutes", range: Admin.sessionMinutesRange) {
             admin.sessionMinutes = minutes
         }
+        if let origin = reader.string("publicOrigin", required: false) {
+            if let normalised = AdminAuthority.origin(origin) {
+                admin.publicOrigin = normalised
+            } else {
+                errors.append(
+                    ConfigError(
+                        path: "$.admin.publicOrigin",
+                        "expected an origin like \"https://admin.example.com\" (a scheme, http or https, and a host "
+                            + "with an optional port; no path)"))
+            }
+        }
         reader.finish(into: &errors)
+        if admin.allowRemote && admin.publicOrigin == nil && value.objectValue?["publicOrigin"] == nil {
+            errors.append(
+                ConfigError(
+                    path: "$.admin.publicOrigin",
+                    "is required with \"allowRemote\": the origin browsers use to reach the console through the "
+                        + "proxy (\"https://admin.example.com\"); the admin listener answers no other name"))
+        }
         if !admin.allowRemote && !isLoopback(admin.host) {
             errors.append(
                 ConfigError(
@@ -188,7 +210,7 @@ public struct Settings: Sendable {
     }
 
     /// Whether `host` names this machine's loopback interface only: `localhost`, `::1` or `127.x.x.x`.
-    static func isLoopback(_ host: String) -> Bool {
+    public static func isLoopback(_ host: String) -> Bool {
         if host == "localhost" || host == "::1" || host == "[::1]" { return true }
         let parts = host.split(separator: ".", omittingEmptySubsequences: false)
         return parts.count == 4 && parts[0] == "127"
