@@ -70,8 +70,18 @@ enum ExplainCommand {
             explanation = Explanation.explain(
                 request ?? .null, offerId: options["offer"], service: service, now: now, ledger: ledgerNote)
         }
+        Console.out(catalogLine(served, path: configuration.path, bundleId: request?["bundleId"]?.stringValue))
         Console.out(explanation.text)
         return explanation.exitStatus
+    }
+
+    /// `catalog: ...`: where the offers decided on came from, the configuration file or a published version per
+    /// app (the request's app only, when it names one that is served).
+    static func catalogLine(_ served: ServedCatalog, path: String, bundleId: String?) -> String {
+        guard !served.versions.isEmpty else { return "catalog: the configuration file \(path)" }
+        let apps = bundleId.flatMap { served.versions[$0] != nil ? [$0] : nil } ?? served.versions.keys.sorted()
+        let versions = apps.map { "\($0) version \(served.versions[$0] ?? 0)" }
+        return "catalog: the storage's published \(versions.joined(separator: ", "))"
     }
 
     /// `--retention FILE`: a Retention Messaging request as Apple posts it for app `--bundle-id` (else the only
@@ -107,6 +117,7 @@ enum ExplainCommand {
         let explanation = Explanation.explainRetention(
             body: body, bundleId: bundleId, service: snapshot.retention, ledger: ledger, now: now,
             ledgerNote: ledgerNote)
+        Console.out(catalogLine(catalog, path: configuration.path, bundleId: bundleId))
         Console.out(explanation.text)
         return explanation.exitStatus
     }

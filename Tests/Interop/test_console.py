@@ -16,6 +16,7 @@ import base64
 import http.client
 import http.server
 import json
+import re
 import os
 import signal
 import sqlite3
@@ -336,6 +337,11 @@ def test_console_round_from_sign_in_to_sign_out(driver, deployment, screenshots,
     assert "All of these" in cards[1].find_element(By.CSS_SELECTOR, ".offer-side").text
     console.find("#save-draft").click()
     console.text_in(".banner-success", "Draft saved (revision 1).")
+    # The editor's line says who saved and when, the time as text (it once printed "[object HTMLTimeElement]").
+    facts = console.find("#draft-facts").text
+    assert "[object" not in facts, facts
+    assert re.fullmatch(r"Revision 1, based on version 1, saved by .+ at \d{4}-\d{2}-\d{2} \d{2}:\d{2}", facts), facts
+    assert console.find("#draft-facts time").get_attribute("datetime").endswith("Z")
     assert server.promo(offerId=NEW_OFFER).status != 200, "a draft is not served"
 
     # Someone else saves the draft meanwhile: saving here is refused (409) with a message that says so, and their
@@ -365,8 +371,12 @@ def test_console_round_from_sign_in_to_sign_out(driver, deployment, screenshots,
     assert len(console.all(".diff-card")) == 1, "nothing else changed"
     console.find("#publish-message").send_keys("Spring offer for monthly subscribers")
     console.screenshot("publish")
+    assert console.find("#publish-summary").text == "Changes from live version 1 to draft revision 2"
     console.find("#publish-button").click()
     console.text_in(".banner-success", "Published version 2.")
+    # The page's header now says what is live, not the diff it published.
+    console.text_in("#publish-summary", "Version 2 is live, published from draft revision 2")
+    assert "Changes from" not in console.find("#publish-summary").text
 
     # The public API signs the new offer within seconds, and PyJWT-independent ECDSA verifies it.
     signed_answer = wait_for(lambda: (r := server.promo(offerId=NEW_OFFER)).status == 200 and r, 10,

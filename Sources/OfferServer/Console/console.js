@@ -958,8 +958,9 @@
         editor.dirty = false;
         discardButton.disabled = false;
         clear(saved);
-        saved.append(`Revision ${data.revision}`, data.basedOn !== null && data.basedOn !== undefined ? `, based on version ${data.basedOn}` : '',
-          data.updatedBy ? `, saved by ${data.updatedBy}` : '', data.updatedAt ? [' at ', time(data.updatedAt)] : '');
+        // The helper, not Element.append: it flattens the [' at ', <time>] pair (the native one printed an array).
+        append(saved, [`Revision ${data.revision}`, data.basedOn !== null && data.basedOn !== undefined ? `, based on version ${data.basedOn}` : '',
+          data.updatedBy ? `, saved by ${data.updatedBy}` : '', data.updatedAt ? [' at ', time(data.updatedAt)] : '']);
         placeErrors([]);
         status.textContent = 'No problems found.';
         status.className = 'check-status check-ok';
@@ -1012,7 +1013,8 @@
       const changes = diff.offers.filter((offer) => offer.change !== 'unchanged');
       const unchanged = diff.offers.filter((offer) => offer.change === 'unchanged');
       const from = diff.from === null || diff.from === undefined ? 'no published version' : `live version ${diff.from}`;
-      page.append(heading('Publish', h('p', { class: 'muted', text: `Changes from ${from} to draft revision ${draft.revision}` })));
+      const summary = h('p', { class: 'muted', id: 'publish-summary', text: `Changes from ${from} to draft revision ${draft.revision}` });
+      page.append(heading('Publish', summary));
       const nothing = changes.length === 0 && !diff.retentionChanged;
       const list = h('div', { class: 'diff-list', id: 'diff' });
       if (nothing) {
@@ -1058,6 +1060,8 @@
           renderChrome();
           clear(list);
           form.remove();
+          // The diff above was of the version that is no longer live: say what is live now instead.
+          summary.textContent = `Version ${data.version} is live, published from draft revision ${draft.revision}`;
           banner('success', `Published version ${data.version}. Every replica serves it within seconds.`);
           list.append(h('p', null, h('a', { href: `#/apps/${encodeURIComponent(state.app)}/versions`, text: 'See the versions' }), ' · ',
             h('a', { href: `#/apps/${encodeURIComponent(state.app)}/offers`, text: 'See the offers' })));

@@ -1,4 +1,5 @@
 import CMicroHTTPD
+import OfferCore
 
 #if canImport(Glibc)
     import Glibc
@@ -13,6 +14,10 @@ import CMicroHTTPD
 /// `Transfer-Encoding ` that it then does not apply. A proxy in front may read any of these the other way, so
 /// each is refused here. (Its strict mode that refuses a space before the colon, level -1, also stops checking
 /// `Host`; the server keeps level 1 for `Host` and checks names here.)
+///
+/// The same pass refuses what a proxy could read as a line end or a different header: two `Host` headers (RFC 9112,
+/// section 3.2), a name with a byte that is not a token character, and a value with a control character other
+/// than a tab (a bare CR, which libmicrohttpd keeps inside the value, DEL, ...).
 struct RequestFraming {
     private var contentLengths = 0
     private var firstContentLength: [UInt8] = []
@@ -20,6 +25,10 @@ struct RequestFraming {
     private var transferEncodings = 0
     private var chunkedOnly = true
     private var malformedName = false
+    private var hosts = 0
+    /// A header name with a byte outside RFC 9110's token characters, or a value with a control character other
+    /// than a tab (a bare CR, DEL, ...).
+    private var controlCharacter: String?
 
     /// Looks at every header of `connection`'s request once (one pass, no copies but a `Content-Length`'s value).
     init(of connection: OpaquePointer) {
@@ -33,6 +42,8 @@ struct RequestFraming {
     /// Why the head's framing is refused, or `nil` when it is unambiguous.
     var problem: String? {
         if malformedName { return "a header name contains whitespace (no space is allowed before the colon)" }
+        if let controlCharacter { return controlCharacter }
+        if hosts > 1 { return "more than one Host header (RFC 9112, section 3.2)" }
         if transferEncodings > 0 && contentLengths > 0 {
             return "Transfer-Encoding and Content-Length together"
         }
@@ -46,6 +57,14 @@ struct RequestFraming {
     /// Takes one header line as libmicrohttpd split it: the name (up to the colon) and the value.
     mutating func see(name: UnsafePointer<CChar>, value: UnsafePointer<CChar>?) {
         if strpbrk(name, " \t") != nil { malformedName = true }
+        if controlCharacter == nil {
+            if let byte = Self.firstNonToken(name) {
+                controlCharacter = "a header name contains the byte 0x\(Self.hex(byte)) (only letters, digits and !#$%&'*+-.^_`|~)"
+            } else if let value, let byte = Self.firstControl(value) {
+                controlCharacter = "a header value contains the control character 0x\(Self.hex(byte))"
+            }
+        }
+        if strcasecmp(name, "Host") == 0 { hosts += 1 }
         if strcasecmp(name, "Content-Length") == 0 {
             let bytes = value.map { Array(UnsafeRawBufferPointer(start: $0, count: strlen($0))) } ?? []
             if contentLengths == 0 {
@@ -58,6 +77,38 @@ struct RequestFraming {
             transferEncodings += 1
             if value.map({ strcasecmp($0, "chunked") }) != 0 { chunkedOnly = false }
         }
+    }
+
+    /// RFC 9110's `tchar`: the bytes a header name is made of.
+    private static let tokenBytes: [Bool] = (0..<256).map { byte in
+        Identifiers.isAlphanumeric(UInt8(byte)) || "!#$%&'*+-.^_`|~".utf8.contains(UInt8(byte))
+    }
+
+    /// The first byte of `name` that is not a token character.
+    private static func firstNonToken(_ name: UnsafePointer<CChar>) -> UInt8? {
+        var cursor = UnsafeRawPointer(name).assumingMemoryBound(to: UInt8.self)
+        while cursor.pointee != 0 {
+            if !tokenBytes[Int(cursor.pointee)] { return cursor.pointee }
+            cursor += 1
+        }
+        return nil
+    }
+
+    /// The first control character of `value` other than a tab: a bare CR (libmicrohttpd ends lines at LF and
+    /// keeps a lone CR), DEL, or any other byte below 0x20. (A NUL ends the C string libmicrohttpd hands over.)
+    private static func firstControl(_ value: UnsafePointer<CChar>) -> UInt8? {
+        var cursor = UnsafeRawPointer(value).assumingMemoryBound(to: UInt8.self)
+        while cursor.pointee != 0 {
+            let byte = cursor.pointee
+            if (byte < 0x20 && byte != 0x09) || byte == 0x7F { return byte }
+            cursor += 1
+        }
+        return nil
+    }
+
+    private static func hex(_ byte: UInt8) -> String {
+        let digits = Array("0123456789ABCDEF")
+        return String([digits[Int(byte >> 4)], digits[Int(byte & 0x0F)]])
     }
 
     /// The 400 for `problem`: the usual JSON error, and `Connection: close` (libmicrohttpd closes after it too,
