@@ -15,6 +15,8 @@ struct AdminFixture {
     static let productId = "com.example.pro.monthly"
     /// The host and port requests are addressed to (`Host`), and so the listener's own origin.
     static let host = "127.0.0.1:8081"
+    /// The proxy's origin of a fixture made with `allowRemote`.
+    static let remoteOrigin = "https://admin.example.com"
 
     /// The configuration file's offers: what the catalog starts from.
     static let offers = """
@@ -32,16 +34,20 @@ struct AdminFixture {
 
     init(
         catalog: Settings.CatalogMode = .storage, allowRemote: Bool = false, sessionMinutes: Int = 60,
-        store: (any AdminStore)? = nil
+        publicOrigin: String? = nil, store: (any AdminStore)? = nil
     ) throws {
+        var listener: [String: JSONValue] = [
+            "listen": .object(["port": .int(8081)]), "allowRemote": .bool(allowRemote),
+            "sessionMinutes": .int(Int64(sessionMinutes)),
+        ]
+        if let origin = publicOrigin ?? (allowRemote ? Self.remoteOrigin : nil) {
+            listener["publicOrigin"] = .string(origin)
+        }
         deployment = try TestDeployment(
             apps: #"[{"bundleId": "\#(Self.bundleId)", "offers": \#(Self.offers)}]"#,
             settings: [
                 "catalog": .string(catalog.rawValue),
-                "admin": .object([
-                    "listen": .object(["port": .int(8081)]), "allowRemote": .bool(allowRemote),
-                    "sessionMinutes": .int(Int64(sessionMinutes)),
-                ]),
+                "admin": .object(listener),
             ], environments: ["Production"])
         let log = LogLines()
         self.log = log

@@ -61,8 +61,40 @@ struct AdminSettingsTests {
         #expect(errors.first?.message.contains("allowRemote") == true)
         #expect(errors.first?.message.contains("TLS") == true)
         let allowed = try #require(
-            try Self.parse(#"{"listen": {"host": "\#(host)"}, "allowRemote": true}"#).settings.admin)
+            try Self.parse(
+                #"{"listen": {"host": "\#(host)"}, "allowRemote": true, "publicOrigin": "https://ops.example.com"}"#
+            ).settings.admin)
         #expect(allowed.allowRemote)
+        #expect(allowed.publicOrigin == "https://ops.example.com")
+    }
+
+    @Test("allowRemote needs publicOrigin: behind a proxy the listener answers no name it was not given")
+    func remoteNeedsOrigin() {
+        let errors = Self.errors(#"{"listen": {"host": "0.0.0.0"}, "allowRemote": true}"#)
+        #expect(errors.map(\.path) == ["$.admin.publicOrigin"])
+        #expect(errors.first?.message.contains("allowRemote") == true)
+    }
+
+    @Test(
+        "publicOrigin is an origin: http or https, a host, an optional port, nothing after",
+        arguments: [
+            ("https://Ops.Example.com/", "https://ops.example.com"), ("http://127.0.0.1:9000", "http://127.0.0.1:9000"),
+            ("https://[::1]:8443", "https://[::1]:8443"),
+        ])
+    func publicOrigin(_ written: String, _ normalised: String) throws {
+        let admin = try #require(try Self.parse(#"{"publicOrigin": "\#(written)"}"#).settings.admin)
+        #expect(admin.publicOrigin == normalised)
+    }
+
+    @Test(
+        "what is not an origin is refused at its path",
+        arguments: [
+            "ops.example.com", "ftp://ops.example.com", "https://ops.example.com/admin", "https://", "https://a b",
+            "https://ops.example.com:0", "https://ops.example.com:99999", "https://ops.example.com?x=1",
+            "https://user@ops.example.com",
+        ])
+    func notAnOrigin(_ written: String) {
+        #expect(Self.errors(#"{"publicOrigin": "\#(written)"}"#).map(\.path) == ["$.admin.publicOrigin"])
     }
 
     @Test("unknown members are errors with a suggestion; values out of range are errors at their path")
