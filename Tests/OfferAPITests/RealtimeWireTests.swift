@@ -64,7 +64,7 @@ struct RealtimeWireTests {
         #expect(throws: WireError.field("signedPayload", "is required")) {
             _ = try RealtimeRequestBody.decode(Array("{}".utf8))
         }
-        #expect(throws: WireError(field: nil, message: #"unknown field "bundleId""#)) {
+        #expect(throws: WireError(field: "bundleId", message: #"unknown field "bundleId""#)) {
             _ = try RealtimeRequestBody.decode(Array(#"{"signedPayload":"a.b.c","bundleId":"x"}"#.utf8))
         }
     }

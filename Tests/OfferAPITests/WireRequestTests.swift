@@ -150,13 +150,13 @@ struct WireRequestTests {
         (#"{"bundleId":"a","productId":"p","offerId":""}"#, .field("offerId", "must not be empty")),
         (
             #"{"bundleId":"a","productId":"p","offerId":"o","colour":"red"}"#,
-            WireError(#"unknown field "colour""#)
+            WireError(field: "colour", message: #"unknown field "colour""#)
         ),
         (
             #"{"bundleId":"a","productId":"p","offerID":"o"}"#,
-            WireError(#"unknown field "offerID""#)
+            WireError(field: "offerID", message: #"unknown field "offerID"; did you mean "offerId"?"#)
         ),
-        (#"{"zeta":1,"alpha":2,"bundleId":"a"}"#, WireError(#"unknown field "alpha""#)),
+        (#"{"zeta":1,"alpha":2,"bundleId":"a"}"#, WireError(field: "alpha", message: #"unknown field "alpha""#)),
         (
             #"{"bundleId":"a","productId":"p","offerId":"o","format":"x"}"#,
             .field("format", #"must be "jws" or "legacy", not "x""#)
@@ -221,7 +221,7 @@ struct WireRequestTests {
         (#"{"bundleId":"a","productId":"p","offerId":""}"#, .field("offerId", "must not be empty")),
         (
             #"{"bundleId":"a","productId":"p","format":"jws"}"#,
-            WireError(#"unknown field "format""#)
+            WireError(field: "format", message: #"unknown field "format""#)
         ),
         (
             #"{"bundleId":"a","productId":"p","signedTransaction":7}"#,
@@ -251,7 +251,10 @@ struct WireRequestTests {
         (#"{"bundleId":"a","productIds":["p",""]}"#, .field("productIds", "must be an array of non-empty strings")),
         (#"{"bundleId":"a","productIds":["p",1]}"#, .field("productIds", "must be an array of non-empty strings")),
         (#"{"bundleId":"a","productIds":[null]}"#, .field("productIds", "must be an array of non-empty strings")),
-        (#"{"bundleId":"a","productId":"p"}"#, WireError(#"unknown field "productId""#)),
+        (
+            #"{"bundleId":"a","productId":"p"}"#,
+            WireError(field: "productId", message: #"unknown field "productId"; did you mean "productIds"?"#)
+        ),
     ]
 
     @Test("a bad eligibility request is refused with the exact error", arguments: eligibilityRefusals)

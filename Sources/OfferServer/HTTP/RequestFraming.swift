@@ -59,7 +59,8 @@ struct RequestFraming {
         if strpbrk(name, " \t") != nil { malformedName = true }
         if controlCharacter == nil {
             if let byte = Self.firstNonToken(name) {
-                controlCharacter = "a header name contains the byte 0x\(Self.hex(byte)) (only letters, digits and !#$%&'*+-.^_`|~)"
+                controlCharacter =
+                    "a header name contains the byte 0x\(Self.hex(byte)) (only letters, digits and !#$%&'*+-.^_`|~)"
             } else if let value, let byte = Self.firstControl(value) {
                 controlCharacter = "a header value contains the control character 0x\(Self.hex(byte))"
             }

@@ -158,6 +158,44 @@ struct CatalogEditingTests {
         }
     }
 
+    @Test(
+        "an offer ID its own admin routes could not reach is refused before it is saved",
+        arguments: ["spring/50", "spring 50", "50%", "..", "spring?x", "printemps-été", "a#b", "a+b"])
+    func unreachableOfferId(_ id: String) throws {
+        let fixture = try AdminFixture()
+        defer { fixture.remove() }
+        let people = try People(fixture)
+        let document = try AdminFixture.document { $0.append(AdminFixture.offer(id)) }
+        let response = try Self.save(fixture, document, revision: 0, as: people.editor)
+        #expect(response.status == 422, "\(id): \(response)")
+        let errors = try #require(response.json?["error"]?["errors"]?.arrayValue)
+        let error = try #require(errors.first { $0["path"]?.stringValue?.hasSuffix("].id") == true }, "\(response)")
+        #expect(error["message"]?.stringValue?.contains("letters, digits") == true)
+        #expect(try fixture.store.draft(bundleId: AdminFixture.bundleId) == nil)
+    }
+
+    @Test(
+        "an offer ID of letters, digits, dots, underscores and hyphens is saved and published, and its stats route matches it"
+    )
+    func reachableOfferId() throws {
+        let fixture = try AdminFixture()
+        defer { fixture.remove() }
+        let people = try People(fixture)
+        let id = "Spring-2027.monthly_50"
+        let document = try AdminFixture.document { $0.append(AdminFixture.offer(id)) }
+        #expect(try Self.save(fixture, document, revision: 0, as: people.editor).status == 200)
+        let published = try fixture.send(
+            "POST", AdminFixture.catalog("/publish"),
+            json: .object(["message": .string("spring"), "draftRevision": .int(1)]), headers: people.publisher)
+        #expect(published.status == 201, "\(published)")
+        // The route matches with the ID intact (this fixture serves the file's catalog, so the handler then says
+        // the offer is not served: a route that did not match would answer `not_found` instead).
+        let stats = try fixture.send(
+            "GET", "/admin/v1/apps/\(AdminFixture.bundleId)/offers/\(id)/stats", headers: people.editor)
+        #expect(stats.errorCode != .notFound, "\(stats)")
+        #expect(stats.status == 200 || stats.errorMessage?.contains(" \(id) ") == true, "\(stats)")
+    }
+
     @Test("validate answers every mistake with its path and saves nothing; a valid document is valid")
     func validate() throws {
         let fixture = try AdminFixture()

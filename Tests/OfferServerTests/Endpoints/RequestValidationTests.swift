@@ -79,7 +79,7 @@ struct RequestValidationTests {
         add("a number", Array("42".utf8), field: nil)
         add("invalid UTF-8", Array(#"{"bundleId":""#.utf8) + [0xFF, 0xFE] + Array(#""}"#.utf8), field: nil)
         add("1000 nested arrays", Array(repeating: UInt8(ascii: "["), count: 1000), field: nil)
-        add("an unknown member", changing(route, "colour", to: .string("red")), field: nil)
+        add("an unknown member", changing(route, "colour", to: .string("red")), field: "colour")
         for name in route.required {
             add("\(name) missing", changing(route, name, to: nil), field: name)
             add("\(name) null", changing(route, name, to: .null), field: name)
@@ -159,5 +159,15 @@ struct RequestValidationTests {
         let route = try #require(Self.routes.first { $0.path == path })
         let response = try Self.client.get().post(path, json: Self.changing(route, "colour", to: .string("red")))
         #expect(response.errorMessage == "unknown field \"colour\"")
+        #expect(response.errorField == "colour")
+    }
+
+    @Test("a mistyped member is named in `field`, with the closest known one suggested", arguments: routes.map(\.path))
+    func mistypedMember(path: String) throws {
+        let route = try #require(Self.routes.first { $0.path == path })
+        let response = try Self.client.get().post(path, json: Self.changing(route, "bundleID", to: .string("x")))
+        #expect(response.status == 400)
+        #expect(response.errorField == "bundleID")
+        #expect(response.errorMessage == #"unknown field "bundleID"; did you mean "bundleId"?"#)
     }
 }
