@@ -54,10 +54,12 @@ VOLATILE = {"nonce", "issuedAt", "timestamp"}
 
 
 def markdown_files() -> list[Path]:
-    """Every Markdown file of the repository, outside hidden and build folders."""
-    return sorted(path for path in REPO_ROOT.rglob("*.md")
-                  if not any(part.startswith(".") or part == "node_modules"
-                             for part in path.relative_to(REPO_ROOT).parts))
+    """Every Markdown file of the repository, outside hidden folders (.build, .venv, .git and the like)."""
+    found = []
+    for folder, subfolders, files in os.walk(REPO_ROOT):
+        subfolders[:] = sorted(name for name in subfolders if not name.startswith("."))
+        found += [Path(folder) / name for name in files if name.endswith(".md")]
+    return sorted(found)
 
 
 def reader_pages() -> list[Path]:
@@ -162,7 +164,8 @@ def test_every_relative_link_resolves_to_a_file_and_heading():
 
 
 def test_the_link_check_finds_a_missing_file_and_a_missing_heading(tmp_path):
-    (tmp_path / "there.md").write_text("# There\n\n## Known gaps: `apple backfill`\n\n## Known gaps: `apple backfill`\n")
+    (tmp_path / "there.md").write_text(
+        "# There\n\n## Known gaps: `apple backfill`\n\n## Known gaps: `apple backfill`\n")
     (tmp_path / "page.md").write_text(
         "# Page\n\n"
         "[fine](there.md#known-gaps-apple-backfill), [the second](there.md#known-gaps-apple-backfill-1),\n"
@@ -196,7 +199,8 @@ def front_door_problems(readme: Path, pages: list[Path]) -> list[str]:
         if (page.resolve(), "") not in targets:
             problems.append(f"{readme.name} does not link {where}")
         for heading in headings(page.read_text()):
-            if heading.level in (2, 3) and heading.text != "Contents" and (page.resolve(), heading.anchor) not in targets:
+            linked = (page.resolve(), heading.anchor) in targets
+            if heading.level in (2, 3) and heading.text != "Contents" and not linked:
                 problems.append(f"{readme.name} does not link {where}#{heading.anchor} ({heading.text})")
     return problems
 
@@ -291,7 +295,8 @@ def orphaned_rows(text: str, name: str) -> list[str]:
 
 
 def test_no_table_row_stands_outside_a_table():
-    problems = [problem for path in [README, *reader_pages()] for problem in orphaned_rows(path.read_text(), path.name)]
+    problems = [problem for path in markdown_files()
+                for problem in orphaned_rows(path.read_text(), str(path.relative_to(REPO_ROOT)))]
     assert not problems, "\n".join(problems)
 
 
@@ -445,7 +450,8 @@ class PageRun:
         result = subprocess.run(["bash", "-euo", "pipefail", "-c", code], cwd=self.workdir, env=self.env,
                                 capture_output=True, text=True, timeout=60)
         if result.returncode != 0:
-            return [f"{where}: exit status {result.returncode}\n{code}\nstdout: {result.stdout}\nstderr: {result.stderr}"]
+            return [f"{where}: exit status {result.returncode}\n{code}\n"
+                    f"stdout: {result.stdout}\nstderr: {result.stderr}"]
         if block.expected is None:
             return []
         try:
@@ -508,7 +514,8 @@ def run_page(page: Path, workdir: Path) -> list[str]:
 
 
 def pages_with_marked_blocks() -> list[Path]:
-    return [page for page in markdown_files() if RUNNABLE in page.read_text() or CHECKED_CONFIGURATION in page.read_text()]
+    return [page for page in markdown_files()
+            if RUNNABLE in page.read_text() or CHECKED_CONFIGURATION in page.read_text()]
 
 
 def test_the_readme_demo_walk_and_the_test_kit_walk_are_marked_runnable():
