@@ -4,7 +4,7 @@
 #               cluster, runs the Swift tests, type-checks the StoreKit layer, builds the OfferKit example package and
 #               runs the interop suite (which runs the example and schemathesis), then stops the cluster, whether the
 #               steps passed or not
-#   make fuzz   fuzzes each of the service's parsers for FUZZ_SECONDS (README.md, "Fuzzing")
+#   make fuzz   fuzzes each of the service's parsers for FUZZ_SECONDS (CONTRIBUTING.md, "Fuzzing")
 SHELL := /bin/bash
 .DEFAULT_GOAL := help
 

@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Type-checks OfferKit's StoreKit layer (Sources/OfferKit/StoreKit, compiled only where StoreKit exists) and
-# the README's app code on Linux, against a stub of the StoreKit declarations they use
+# the app code in the docs on Linux, against a stub of the StoreKit declarations they use
 # (Tests/StoreKitStub/StoreKit.swift, Apple's signatures). Apple's platforms cannot be built here: this is how a
 # typo, a wrong label or a wrong type in that code fails `make test`.
-# The README's checked code is every ```swift block that follows a `<!-- checked: storekit -->` line.
+# The checked code is every ```swift block that follows a `<!-- checked: storekit -->` line in README.md or
+# docs/*.md (the SwiftUI paywall of docs/app-teams.md); DOCS="FILE ..." checks those files instead.
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 work="$(mktemp -d)"
@@ -43,19 +44,28 @@ func glueIsThere(_ plan: PurchasePlan, _ product: Product, _ client: OfferClient
 SWIFT
 "${swiftc[@]}" -typecheck -parse-as-library "$work/uses-glue.swift"
 
-# The README's app code.
-awk -v out="$work/readme" '
+# The app code in the docs: one awk run reads every file, so blocks are numbered across them. README (the
+# variable this script read before the docs moved) still names a single file to check.
+if [ -n "${DOCS:-${README:-}}" ]; then
+    read -r -a docs <<< "${DOCS:-${README:-}}"
+else
+    shopt -s nullglob
+    docs=("$root/README.md" "$root"/docs/*.md)
+    shopt -u nullglob
+fi
+awk -v out="$work/doc" '
+    FNR == 1 { armed = 0; inside = 0 }
     /<!-- checked: storekit -->/ { armed = 1; next }
     armed && /^```swift/ { inside = 1; n++; file = sprintf("%s-%02d.swift", out, n); next }
     inside && /^```/ { inside = 0; armed = 0; close(file); next }
     inside { print > file }
-' "${README:-$root/README.md}"
-readme=("$work"/readme-*.swift)
-if [ ! -e "${readme[0]}" ]; then
-    echo "check-storekit: README.md has no <!-- checked: storekit --> swift block" >&2
+' "${docs[@]}"
+blocks=("$work"/doc-*.swift)
+if [ ! -e "${blocks[0]}" ]; then
+    echo "check-storekit: no <!-- checked: storekit --> swift block in ${docs[*]}" >&2
     exit 1
 fi
-"${swiftc[@]}" -typecheck -parse-as-library -warnings-as-errors "${readme[@]}"
+"${swiftc[@]}" -typecheck -parse-as-library -warnings-as-errors "${blocks[@]}"
 
 # The check itself must be able to fail: a wrong label against the stub is an error.
 cat > "$work/wrong-label.swift" <<'SWIFT'
@@ -66,4 +76,4 @@ if "${swiftc[@]}" -typecheck "$work/wrong-label.swift" 2>/dev/null; then
     echo "check-storekit: the stub accepted a wrong label; it no longer checks anything" >&2
     exit 1
 fi
-echo "check-storekit: the StoreKit layer (${#kit[@]} OfferKit files) and ${#readme[@]} README block(s) type-check"
+echo "check-storekit: the StoreKit layer (${#kit[@]} OfferKit files) and ${#blocks[@]} docs block(s) type-check"

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Runs the libFuzzer targets of the Fuzz package (README.md, "Fuzzing") one after the other; `make fuzz` and the
+# Runs the libFuzzer targets of the Fuzz package (CONTRIBUTING.md, "Fuzzing") one after the other; `make fuzz` and the
 # smoke in `make test` call it once they have built them (FUZZ_CONFIGURATION: release, the default, or debug).
 #   fuzz.sh run SECONDS [TARGET...]    fuzzes each target for SECONDS into its working corpus, $FUZZ_DIR/TARGET/corpus
 #                                      (outside git), with the committed seeds in Fuzz/Corpus/TARGET read as well

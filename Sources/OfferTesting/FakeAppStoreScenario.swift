@@ -3,7 +3,7 @@ import OfferCore
 
 /// What the test kit's fake App Store Server API serves: its state file, read again on every request so a test
 /// can change it while the fake runs (write a new file and rename it over the old one, so no request reads half
-/// a file). Shape (README, "The fake App Store Server API"):
+/// a file). Shape (docs/apple.md, "The fake App Store Server API"):
 ///
 /// ```json
 /// {"bundleId": "com.example.app", "issuerId": "57246542-…", "keyId": "TESTKEY001", "appAppleId": 1234567890,

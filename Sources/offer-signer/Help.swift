@@ -1,4 +1,4 @@
-/// The `--help` texts. README's CLI reference repeats them; keep both true together.
+/// The `--help` texts. The CLI reference in docs/operations.md repeats them; keep both true together.
 enum Help {
     static let version = "offer-signer 0.1.0"
 
@@ -293,7 +293,7 @@ enum Help {
         until SIGTERM or SIGINT, and prints "offer-signer testkit apple-api listening on http://HOST:PORT" once
         ready: Get All Subscription Statuses and Get Notification History, Production at /inApps/... and Sandbox
         at /sandbox/inApps/..., answered from the state FILE (subscriptions, notifications and fault switches per
-        environment; README shows its shape), read again on every request, with the signed data signed by the
+        environment; docs/apple.md shows its shape), read again on every request, with the signed data signed by the
         test CA in DIR. Point an app's "appStoreServerAPI": {"baseURL": "http://HOST:PORT"} at it. Each call's
         bearer JWT is checked as Apple checks it (alg, typ, kid, aud, bid, iat if present, exp; the signature with
         --public-key, a PEM public key or the app's .p8) and refused with 401 otherwise, the reason on standard

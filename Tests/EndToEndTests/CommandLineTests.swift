@@ -6,12 +6,13 @@ import Testing
 
 @Suite("End to end: the command line")
 struct CommandLineTests {
-    /// Every command README's "Command line" section lists.
-    static func readmeCommands() throws -> [[String]] {
-        let readme = try String(
-            contentsOf: ServerProcess.packageRoot.appendingPathComponent("README.md"), encoding: .utf8)
-        let section = try #require(readme.components(separatedBy: "## Command line").last)
-        let block = try #require(section.components(separatedBy: "```").dropFirst().first)
+    /// Every command the "Command line" section of docs/operations.md lists.
+    static func documentedCommands() throws -> [[String]] {
+        let page = try String(
+            contentsOf: ServerProcess.packageRoot.appendingPathComponent("docs/operations.md"), encoding: .utf8)
+        let parts = page.components(separatedBy: "\n## Command line\n")
+        try #require(parts.count == 2, "docs/operations.md has one \"## Command line\" section")
+        let block = try #require(parts[1].components(separatedBy: "```").dropFirst().first)
         return block.split(separator: "\n").compactMap { line in
             let words = line.split(separator: " ").map(String.init)
             guard words.first == "offer-signer" else { return nil }
@@ -19,9 +20,9 @@ struct CommandLineTests {
         }
     }
 
-    @Test("every command in README answers --help with its usage")
+    @Test("every command in docs/operations.md answers --help with its usage")
     func helpForEveryCommand() throws {
-        let commands = try Self.readmeCommands()
+        let commands = try Self.documentedCommands()
         #expect(commands.count >= 10)
         for command in commands {
             // `transaction|renewal-info|app-transaction`: the first alternative stands for all.

@@ -8,7 +8,7 @@
    context, keys from a Secret mounted read-only with mode 0440 and runAsGroup equal to fsGroup, PGPASSWORD from
    a Secret. The ConfigMap's configuration: no password, TLS verified, every file it names mounted or in the image,
    and `offer-signer config check` accepts it (with local files and `memory` for the database).
-   The Service, PodDisruptionBudget and NetworkPolicy select the Deployment's pods and say what README says.
+   The Service, PodDisruptionBudget and NetworkPolicy select the Deployment's pods and say what docs/operations.md says.
    The Ingress (ingress-nginx) serves /v1 and the probes over TLS from a Secret, never /metrics, with the service's
    64 KiB body limit and no retries, and the NetworkPolicy admits its controller.
 4. The Containerfile: built with --static-swift-stdlib, run as 10001 on debian:bookworm-slim, and its runtime

@@ -1,5 +1,5 @@
 """The example consumer package (Examples/OfferKitDemo) against the real binary: it depends on this repository
-as an app would, imports only OfferKit, and runs the README's flow. Its purchase plans are judged here:
+as an app would, imports only OfferKit, and runs the flow of docs/app-teams.md. Its purchase plans are judged here:
 ES256 verification (cryptography) of the JWS with the service's key, and the legacy plan's DER bytes verified over
 the payload Apple's own library builds from the plan's nonce, timestamp and token."""
 

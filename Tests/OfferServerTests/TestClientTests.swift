@@ -124,8 +124,8 @@ struct TestClientTests {
         #expect(notJSON.json == nil && notJSON.error == nil && notJSON.errorCode == nil && notJSON.reasons.isEmpty)
     }
 
-    @Test("README's example: a deployment around one app signs for a customer who lapsed 90 days ago")
-    func readmeExample() throws {
+    @Test("docs/app-teams.md's example: a deployment around one app signs for a customer who lapsed 90 days ago")
+    func appTeamsExample() throws {
         let deployment = try TestDeployment(
             apps: """
                 [{"bundleId": "com.example.app", "offers": [{"id": "welcome_back", "type": "promotional",

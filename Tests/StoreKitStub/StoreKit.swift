@@ -1,4 +1,4 @@
-// A stub of exactly the StoreKit declarations OfferKit's StoreKit layer and the README's app code use, with
+// A stub of exactly the StoreKit declarations OfferKit's StoreKit layer and the docs' app code use, with
 // Apple's signatures (from developer.apple.com/documentation/storekit), so that `Scripts/check-storekit.sh`
 // type-checks that code on Linux. Never a package target: it would clash with Apple's StoreKit in an app's build.
 // Bodies never run. Availability is written as Apple declares it, for the reader: on Linux the compiler checks

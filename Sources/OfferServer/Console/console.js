@@ -129,7 +129,7 @@
     return state.session !== null && ROLES.indexOf(state.session.role) >= ROLES.indexOf(role);
   }
 
-  /** The order of an offer's members in the editor: as the README writes them; others after, by name. */
+  /** The order of an offer's members in the editor: as docs/configuration.md writes them; others after, by name. */
   const MEMBER_ORDER = [
     'id', 'type', 'productIds', 'subscriptionGroupId', 'activeFrom', 'activeUntil', 'requiresVerifiedCustomer',
     'eligibility', 'limits', 'perCustomer', 'total', 'signatureTTLSeconds',

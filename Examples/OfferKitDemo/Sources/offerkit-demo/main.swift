@@ -1,4 +1,4 @@
-// The README's flow against a running offer-signer: the offers a customer may be shown, a promotional offer
+// The flow of docs/app-teams.md against a running offer-signer: the offers a customer may be shown, a promotional offer
 // signed as JWS and in the legacy form with an app account token, and an introductory offer decision, each
 // printed as the purchase plan an app would hand to StoreKit.
 import Foundation
