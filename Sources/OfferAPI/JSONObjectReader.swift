@@ -113,6 +113,9 @@ public struct JSONObjectReader: Sendable {
             guard case .string(let text) = element, !text.isEmpty else {
                 throw WireError.field(field, "must be an array of non-empty strings")
             }
+            if let limit = policy.maxStringBytes, text.utf8.count > limit {
+                throw WireError.field(field, "has a string over \(limit) bytes")
+            }
             strings.append(text)
         }
         return strings

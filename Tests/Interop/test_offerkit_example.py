@@ -8,6 +8,7 @@ from __future__ import annotations
 import base64
 import json
 import os
+import shutil
 import subprocess
 import time
 import uuid
@@ -139,3 +140,32 @@ def test_the_example_reports_the_service_errors(demo, verified_server):
     assert refused.stderr.startswith("offerkit-demo: not eligible: "), refused.stderr
     closed = run_demo(demo, "--url", "http://127.0.0.1:1", "--bundle-id", BUNDLE_ID)
     assert closed.returncode == 1 and "transport: cannotConnect" in closed.stderr, closed.stderr
+
+
+def test_the_example_builds_from_a_checkout_in_a_folder_of_any_name(tmp_path):
+    """SwiftPM names a path dependency after its folder (issue 19, item 11): the example's manifest reads that name
+    from its own path, so a clone called anything but `offer-signer` still builds it. Built here from a copy of the
+    manifest and sources in `My-Offer-Signer.git` (the identity `my-offer-signer`: lowercased, `.git` dropped), as an app would, with
+    pkg-config blind; the same manifest with the package hard-coded as "offer-signer" must fail there."""
+    checkout = tmp_path / "My-Offer-Signer.git"
+    checkout.mkdir()
+    shutil.copy(REPO_ROOT / "Package.swift", checkout / "Package.swift")
+    shutil.copytree(REPO_ROOT / "Sources", checkout / "Sources")
+    example = checkout / "Examples" / "OfferKitDemo"
+    shutil.copytree(EXAMPLE, example, ignore=shutil.ignore_patterns(".build"))
+    environment = {**os.environ, "PKG_CONFIG_LIBDIR": "/nonexistent", "PKG_CONFIG_PATH": ""}
+
+    def build() -> subprocess.CompletedProcess:
+        return subprocess.run(["swift", "build", "--package-path", str(example), "--scratch-path",
+                               str(tmp_path / "scratch"), "--product", "offerkit-demo"],
+                              capture_output=True, text=True, timeout=600, env=environment)
+
+    built = build()
+    assert built.returncode == 0, built.stdout[-3000:] + built.stderr[-3000:]
+    assert (tmp_path / "scratch" / "debug" / "offerkit-demo").exists()
+
+    manifest = example / "Package.swift"
+    manifest.write_text(manifest.read_text().replace('package: identity', 'package: "offer-signer"'))
+    hard_coded = build()
+    assert hard_coded.returncode != 0, "a hard-coded identity built from a folder of another name"
+    assert "offer-signer" in hard_coded.stderr + hard_coded.stdout
