@@ -362,7 +362,7 @@ CASES = [
          check=lambda d: d["appAccountToken"] == TOKEN.lower() or pytest.fail(d)),
     Case("promo-invalid-json", "POST", PROMO_PATH, b'{"bundleId": ', 400, "invalid_request"),
     Case("promo-empty-body", "POST", PROMO_PATH, b"", 400, "invalid_request"),
-    Case("promo-unknown-field", "POST", PROMO_PATH, promo(colour="red"), 400, "invalid_request"),
+    Case("promo-unknown-field", "POST", PROMO_PATH, promo(colour="red"), 400, "invalid_request", field="colour"),
     Case("promo-bad-format", "POST", PROMO_PATH, promo(format="jwt"), 400, "invalid_request",
          field="format"),
     Case("promo-bad-token", "POST", PROMO_PATH, promo(appAccountToken="not-a-uuid"), 400, "invalid_request",
