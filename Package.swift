@@ -55,7 +55,10 @@ let package = Package(
             name: "offer-signer",
             dependencies: [
                 "OfferServer", "OfferStore", "OfferAppStore", "OfferAPI", "OfferCore", "OfferCrypto", "OfferTesting",
-            ]),
+            ],
+            // The HTTP server's `recv` (OfferServer's `ReceiveHook`) must be the one libmicrohttpd calls: exported,
+            // so that the dynamic linker binds the library's calls to it. `serve` checks that it is.
+            linkerSettings: [.unsafeFlags(["-Xlinker", "--export-dynamic-symbol=recv"])]),
         // `make bench`'s raw-crypto floor: the service's own ES256 sign and verify calls in a loop.
         .executableTarget(name: "offer-signer-bench-crypto", dependencies: ["OfferAPI", "OfferCore", "OfferCrypto"]),
         .testTarget(name: "OfferAPITests", dependencies: ["OfferAPI"]),

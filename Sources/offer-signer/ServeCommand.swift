@@ -32,6 +32,11 @@ enum ServeCommand {
             }
             log.format = format
         }
+        guard ReceiveHook.isInstalled else {
+            throw CommandError(
+                "this build's recv is not the one libmicrohttpd calls (link it with --export-dynamic-symbol=recv, as "
+                    + "Package.swift does): the HTTP server cannot check the bytes it reads, so it does not start")
+        }
         for warning in ProcessHardening.apply() { log.warning(warning.message) }
         if let warning = ProcessHardening.backtraceWarning(
             getenv(ProcessHardening.backtraceVariable).map { String(cString: $0) })

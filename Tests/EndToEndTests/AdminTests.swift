@@ -82,7 +82,8 @@ struct AdminTests {
         #expect(out == token + "\n")
         #expect(AdminTokens.isWellFormed(token))
         #expect(err.contains("shown once"), "\(err)")
-        #expect(err.contains(#"msg="audit appended" sequence=1 action=token.create hash="#), "\(err)")
+        #expect(err.contains(#"msg="audit appended" request_id=cli-"#), "\(err)")
+        #expect(err.contains(#" sequence=1 action=token.create hash="#), "\(err)")
         #expect(!err.contains(token.dropFirst(4)))
 
         let server = try ServerProcess(configPath: config, admin: true)

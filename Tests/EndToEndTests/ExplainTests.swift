@@ -40,7 +40,10 @@ struct ExplainTests {
         #expect(fromFile.status == 0, "\(fromFile.error)")
         #expect(fromInput.0 == 0, "\(fromInput.2)")
         #expect(fromFile.output == fromInput.1)
-        let lines = fromFile.output.split(separator: "\n").map(String.init)
+        var lines = fromFile.output.split(separator: "\n").map(String.init)
+        // First the catalog decided on: this deployment's file.
+        #expect(lines.first == "catalog: the configuration file \(deployment.configurationPath)")
+        lines.removeFirst()
         #expect(lines.first == "request: POST /v1/signatures/promotional-offer at 2030-01-01T00:00:00Z")
         #expect(
             lines.dropFirst().first
@@ -146,7 +149,10 @@ struct ExplainTests {
         #expect(reply.errorCode == .invalidRequest)
         let message = try #require(reply.errorMessage)
         #expect(reply.errorField == nil)
-        #expect(output.hasPrefix("request: POST /v1/signatures/introductory-offer-eligibility at "))
+        #expect(
+            output.hasPrefix(
+                "catalog: the configuration file \(deployment.configurationPath)\n"
+                    + "request: POST /v1/signatures/introductory-offer-eligibility at "))
         #expect(output.hasSuffix("decision: the service answers 400 invalid_request: \(message)\n"), "\(output)")
         #expect(!output.contains("verified_customer_required"))
     }

@@ -105,7 +105,10 @@ struct RetentionCommandTests {
             ["explain", "--config", deployment.configurationPath, "--retention", "-"], input: jws + "\n")
         #expect(fromInput.0 == 0, "\(fromInput.2)")
         for output in [fromFile.1, fromInput.1] {
-            #expect(output.hasPrefix("request: POST /v1/apple/retention/com.example.app at "), "\(output)")
+            #expect(
+                output.hasPrefix(
+                    "catalog: the configuration file \(deployment.configurationPath)\n"
+                        + "request: POST /v1/apple/retention/com.example.app at "), "\(output)")
             #expect(output.contains("FAIL when"), "\(output)")
             #expect(output.contains("FAIL autoRenew observed=absent"), "\(output)")
             #expect(

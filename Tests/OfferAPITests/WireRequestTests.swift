@@ -109,7 +109,7 @@ struct WireRequestTests {
         #expect(!SignedData(appTransaction: "a").isEmpty)
     }
 
-    @Test("a string member of exactly 16384 bytes is accepted, one byte more is refused; array elements have no limit")
+    @Test("a string member of exactly 16384 bytes is accepted, one byte more is refused; array elements likewise")
     func lengthLimit() throws {
         let longest = String(repeating: "é", count: 8192)
         let request = try PromotionalOfferRequest.decode(
@@ -119,9 +119,12 @@ struct WireRequestTests {
             try PromotionalOfferRequest.decode(
                 Array(#"{"bundleId":"a","productId":"\#(longest)x","offerId":"o"}"#.utf8))
         }
-        let element = String(repeating: "p", count: 20000)
+        let element = String(repeating: "p", count: 16384)
         let eligibility = try EligibilityRequest.decode(Array(#"{"bundleId":"a","productIds":["\#(element)"]}"#.utf8))
         #expect(eligibility.productIds == [element])
+        #expect(throws: WireError.field("productIds", "has a string over 16384 bytes")) {
+            try EligibilityRequest.decode(Array(#"{"bundleId":"a","productIds":["p","\#(element)x"]}"#.utf8))
+        }
     }
 
     static let promotionalRefusals: [(String, WireError)] = [

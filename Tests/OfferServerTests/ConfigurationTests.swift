@@ -70,11 +70,11 @@ struct ConfigurationTests {
     static let mistakes: [(String, String, String)] = [
         (
             #"{"apps": [{"bundleId": "com.example app", "issuerId": "57246542-96fe-1a63-e053-0824d011072a", "keys": [{"keyId": "K", "privateKeyFile": "k"}], "offers": []}]}"#,
-            "$.apps[0].bundleId", "without spaces, quotes or backslashes"
+            "$.apps[0].bundleId", "ASCII letters, digits"
         ),
         (
             #"{"apps": [{"bundleId": "b", "issuerId": "57246542-96fe-1a63-e053-0824d011072a", "keys": [{"keyId": "K", "privateKeyFile": "k"}], "offers": [{"id": "x\"y\n", "type": "promotional", "productIds": ["p"]}]}]}"#,
-            "$.apps[0].offers[0].id", "without spaces, quotes or backslashes"
+            "$.apps[0].offers[0].id", "ASCII letters, digits"
         ),
         (#"{"apps": [], "colour": 1}"#, "$.colour", "unknown key"),
         (#"{"apps": []}"#, "$.apps", "must not be empty"),

@@ -52,13 +52,15 @@ struct LedgerPurgerTests {
         let ledger = try Self.ledger()
         let log = LogLines()
         let purger = LedgerPurger(
-            ledger: ledger, retentionDays: 30, clock: { Self.now }, log: Logger(level: .info, writer: log.append))
+            ledger: ledger, retentionDays: 30, clock: { Self.now },
+            log: Logger(level: .info, writer: log.append, clock: { Self.now }))
         let pass = try purger.purge()
         #expect(pass == LedgerPurger.Pass(signatures: 2, before: Self.now - 30 * Self.day, retentionDays: 30))
         #expect(try ledger.signature(nonce: "old-1") == nil && ledger.signature(nonce: "new") != nil)
         #expect(
             log.all == [
-                #"level=info msg="ledger purged" signatures=2 before=2026-12-16T08:00:00Z retention_days=30"# + "\n"
+                #"time=2027-01-15T08:00:00.000Z level=info msg="ledger purged" signatures=2 before=2026-12-16T08:00:00Z retention_days=30"#
+                    + "\n"
             ])
         #expect(!log.all.joined().contains("customer-"))
         // A new retention counts from the next pass.

@@ -199,7 +199,7 @@ struct RouterTests {
         #expect(
             response.text
                 == #"{"error":{"code":"internal_error","message":"the server failed to handle the request"}}"#)
-        let errors = fixture.log.all.filter { $0.hasPrefix("level=error") }
+        let errors = fixture.log.all.filter { $0.contains(" level=error ") }
         #expect(errors.count == 1)
         let line = try AccessLogTests.logfmt(String(try #require(errors.first).dropLast()))
         #expect(line["msg"] == "unhandled error")

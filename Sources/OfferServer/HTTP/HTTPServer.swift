@@ -385,6 +385,16 @@ private func connectionChanged(
     _ cls: UnsafeMutableRawPointer?, _ connection: OpaquePointer?,
     _ context: UnsafeMutablePointer<UnsafeMutableRawPointer?>?, _ code: MHD_ConnectionNotificationCode
 ) {
+    // The raw-byte check follows the connection from before its first byte is read to its close.
+    if let connection {
+        let socket = offer_connection_fd(connection)
+        if code == .CONNECTION_NOTIFY_STARTED {
+            // A socket beyond the table is not watched, and its requests are refused (`ReceiveHook.problem`).
+            _ = ReceiveHook.register(socket)
+        } else if code == .CONNECTION_NOTIFY_CLOSED {
+            ReceiveHook.unregister(socket)
+        }
+    }
     guard let cls, code == .CONNECTION_NOTIFY_CLOSED else { return }
     let server = Unmanaged<HTTPServer>.fromOpaque(cls).takeUnretainedValue()
     server.connections.release()
@@ -423,7 +433,8 @@ private func accessHandler(
         let state = RequestState()
         stateSlot.pointee = Unmanaged.passRetained(state).toOpaque()
         server.inFlight.increment()
-        if let problem = RequestFraming(of: connection).problem {
+        if let problem = ReceiveHook.problem(offer_connection_fd(connection)) ?? RequestFraming(of: connection).problem
+        {
             // Answered before the body is read: libmicrohttpd reads no further and closes after the answer.
             state.rejected = true
             state.answered = true
@@ -463,6 +474,12 @@ private func accessHandler(
     if state.rejected {
         // A declared oversize body was already answered on the first call.
         return state.answered ? .YES : queue(connection, HTTPError.payloadTooLarge(limit: limit).response)
+    }
+    if let problem = ReceiveHook.problem(offer_connection_fd(connection)) {
+        // Found in the body's framing (a trailer line ended by a bare LF): refused now that it has been read.
+        state.rejected = true
+        state.answered = true
+        return queue(connection, RequestFraming.refusal(problem))
     }
     if let responder = state.responder {
         // Called again after a resume: the answer is ready.

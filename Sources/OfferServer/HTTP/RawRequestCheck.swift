@@ -1,0 +1,260 @@
+/// Reads a connection's bytes as they arrive, before libmicrohttpd parses them, for what its API cannot show: a NUL
+/// in the request head (libmicrohttpd cuts a header value at it and drops the rest), a folded header line
+/// (obs-fold, which it joins), and a chunk-size line, chunk end or trailer line ended by a bare LF (which it takes
+/// as a line end where a proxy in front may not: RFC 9112 sections 2.2 and 7.1 let a recipient refuse them, and
+/// refusing is what keeps two parsers from reading one stream as different requests).
+///
+/// It follows the stream's framing itself, request after request on a keep-alive connection: the head up to its
+/// empty line (`Content-Length` and `Transfer-Encoding: chunked` noted on the way), then the body by its length or
+/// its chunks. Any other framing question (two lengths, another coding) is `RequestFraming`'s, which refuses the
+/// request and closes the connection, so this reader never has to agree with libmicrohttpd about such a stream.
+///
+/// What it finds is `problem`, read by the server before it answers (400 and close). A bare LF in a chunk-size line
+/// or at a chunk's end is also `poisoned`: `scan` replaces it in the buffer libmicrohttpd is about to read with a
+/// NUL, so that libmicrohttpd itself refuses the body at once as malformed chunked encoding (its own 400 and close)
+/// instead of reading on in a framing the proxy may not share. Pure: bytes in, a verdict out.
+struct RawRequestCheck {
+    enum Phase: Equatable {
+        /// Before a request line (empty lines are skipped, as libmicrohttpd does).
+        case start
+        /// In the request line or a header line; `line` counts its bytes so far.
+        case head
+        /// A body of known length: bytes left.
+        case body(Int)
+        /// A chunk-size line (with any extension).
+        case chunkSize
+        /// A chunk's data: bytes left.
+        case chunkData(Int)
+        /// After a chunk's data: its CR.
+        case chunkEnd
+        /// After a chunk's data and CR: its LF.
+        case chunkEndLF
+        /// Trailer lines after the last chunk, up to an empty line.
+        case trailer
+        /// The stream can no longer be followed (libmicrohttpd refuses it anyway): nothing more is checked.
+        case lost
+    }
+
+    private(set) var phase = Phase.start
+    /// The first problem found, for the 400.
+    private(set) var problem: String?
+    /// Bytes of the current line so far, and whether the byte before was a CR.
+    private var lineLength = 0
+    private var afterCR = false
+    /// Whether the current line is the request line, and whether a header line has been seen.
+    private var inRequestLine = true
+    /// The first bytes of the current header line, lowercased (enough for a name and a length).
+    private var prefix: [UInt8] = []
+    private var chunked = false
+    private var contentLength: Int?
+    /// A chunk-size line's value so far, and whether its digits have ended (an extension or whitespace follows).
+    private var chunkSize = 0
+    private var chunkDigits = 0
+    private var chunkDigitsEnded = false
+
+    static let prefixLimit = 40
+
+    init() {}
+
+    /// Reads `count` bytes at `bytes`, the next ones of the stream; may replace a bare LF with a NUL (see above).
+    mutating func scan(_ bytes: UnsafeMutablePointer<UInt8>, count: Int) {
+        var index = 0
+        while index < count {
+            switch phase {
+            case .lost:
+                return
+            case .body(let left):
+                let taken = min(left, count - index)
+                index += taken
+                phase = left == taken ? .start : .body(left - taken)
+                if left == taken { inRequestLine = true }
+                continue
+            case .chunkData(let left):
+                let taken = min(left, count - index)
+                index += taken
+                phase = left == taken ? .chunkEnd : .chunkData(left - taken)
+                continue
+            default:
+                step(&bytes[index])
+                index += 1
+            }
+        }
+    }
+
+    private mutating func step(_ byte: inout UInt8) {
+        switch phase {
+        case .start:
+            if byte == UInt8(ascii: "\n") || byte == UInt8(ascii: "\r") { return }
+            phase = .head
+            inRequestLine = true
+            startLine()
+            headByte(byte)
+        case .head:
+            headByte(byte)
+        case .chunkSize:
+            chunkSizeByte(&byte)
+        case .chunkEnd:
+            if byte == UInt8(ascii: "\r") {
+                phase = .chunkEndLF
+            } else if byte == UInt8(ascii: "\n") {
+                refuse("a chunk's data ends with a bare LF (chunked encoding needs CRLF)")
+                byte = 0
+                phase = .lost
+            } else {
+                phase = .lost
+            }
+        case .chunkEndLF:
+            phase = byte == UInt8(ascii: "\n") ? .chunkSize : .lost
+            if phase == .chunkSize { startChunk() }
+        case .trailer:
+            trailerByte(byte)
+        case .body, .chunkData, .lost:
+            break
+        }
+    }
+
+    private mutating func startLine() {
+        lineLength = 0
+        afterCR = false
+        prefix.removeAll(keepingCapacity: true)
+    }
+
+    private mutating func startChunk() {
+        chunkSize = 0
+        chunkDigits = 0
+        chunkDigitsEnded = false
+        afterCR = false
+    }
+
+    private mutating func refuse(_ why: String) {
+        if problem == nil { problem = why }
+    }
+
+    // MARK: The head
+
+    private mutating func headByte(_ byte: UInt8) {
+        if byte == 0 { refuse("a NUL byte in the request head") }
+        if byte != UInt8(ascii: "\n") {
+            if lineLength == 0 && !inRequestLine && (byte == UInt8(ascii: " ") || byte == UInt8(ascii: "\t")) {
+                refuse("a header line folded onto the one before (obs-fold, RFC 9112 section 5.2)")
+            }
+            if prefix.count < Self.prefixLimit && byte != UInt8(ascii: "\r") {
+                prefix.append(byte >= 0x41 && byte <= 0x5A ? byte | 0x20 : byte)
+            }
+            lineLength += 1
+            afterCR = byte == UInt8(ascii: "\r")
+            return
+        }
+        // A line ends (libmicrohttpd takes a bare LF as a line end in the head, as RFC 9112 allows).
+        let empty = lineLength == 0 || (lineLength == 1 && afterCR)
+        if inRequestLine {
+            inRequestLine = false
+        } else if empty {
+            endHead()
+            return
+        } else {
+            noteHeader()
+        }
+        startLine()
+    }
+
+    private mutating func noteHeader() {
+        if prefix.starts(with: Array("transfer-encoding:".utf8)) {
+            chunked = true
+        } else if prefix.starts(with: Array("content-length:".utf8)), contentLength == nil {
+            let value = prefix.dropFirst("content-length:".count).drop { $0 == UInt8(ascii: " ") || $0 == 9 }
+            let digits = value.prefix { $0 >= UInt8(ascii: "0") && $0 <= UInt8(ascii: "9") }
+            contentLength = digits.count <= 18 ? digits.reduce(0) { $0 * 10 + Int($1 - UInt8(ascii: "0")) } : nil
+            if digits.isEmpty || digits.count > 18 { phase = .lost }
+        }
+    }
+
+    private mutating func endHead() {
+        if phase == .lost { return }
+        if chunked {
+            phase = .chunkSize
+            startChunk()
+        } else if let length = contentLength, length > 0 {
+            phase = .body(length)
+        } else {
+            phase = .start
+            inRequestLine = true
+        }
+        chunked = false
+        contentLength = nil
+    }
+
+    // MARK: Chunks
+
+    private mutating func chunkSizeByte(_ byte: inout UInt8) {
+        if byte == UInt8(ascii: "\n") {
+            guard afterCR else {
+                refuse("a chunk-size line ends with a bare LF (chunked encoding needs CRLF)")
+                byte = 0
+                phase = .lost
+                return
+            }
+            guard chunkDigits > 0 else {
+                phase = .lost
+                return
+            }
+            if chunkSize == 0 {
+                phase = .trailer
+                startLine()
+            } else {
+                phase = .chunkData(chunkSize)
+            }
+            return
+        }
+        if afterCR {
+            // A CR inside the line: libmicrohttpd refuses the size as malformed.
+            phase = .lost
+            return
+        }
+        if byte == UInt8(ascii: "\r") {
+            afterCR = true
+            chunkDigitsEnded = true
+            return
+        }
+        if byte == 0 {
+            refuse("a NUL byte in a chunk-size line")
+            phase = .lost
+            return
+        }
+        if !chunkDigitsEnded, let digit = Self.hexValue(byte) {
+            chunkDigits += 1
+            guard chunkDigits <= 15 else {
+                phase = .lost
+                return
+            }
+            chunkSize = chunkSize << 4 | digit
+        } else {
+            chunkDigitsEnded = true
+        }
+    }
+
+    private mutating func trailerByte(_ byte: UInt8) {
+        if byte == 0 { refuse("a NUL byte in a trailer line") }
+        guard byte == UInt8(ascii: "\n") else {
+            lineLength += 1
+            afterCR = byte == UInt8(ascii: "\r")
+            return
+        }
+        if !afterCR { refuse("a trailer line ends with a bare LF (chunked encoding needs CRLF)") }
+        let empty = lineLength == 0 || (lineLength == 1 && afterCR)
+        startLine()
+        if empty {
+            phase = .start
+            inRequestLine = true
+        }
+    }
+
+    private static func hexValue(_ byte: UInt8) -> Int? {
+        switch byte {
+        case UInt8(ascii: "0")...UInt8(ascii: "9"): return Int(byte - UInt8(ascii: "0"))
+        case UInt8(ascii: "a")...UInt8(ascii: "f"): return Int(byte - UInt8(ascii: "a") + 10)
+        case UInt8(ascii: "A")...UInt8(ascii: "F"): return Int(byte - UInt8(ascii: "A") + 10)
+        default: return nil
+        }
+    }
+}
