@@ -63,7 +63,8 @@ public struct JSONObjectReader: Sendable {
             if let near = NameSuggestion.closest(to: unknown, among: allowed.sorted()) {
                 message += "; did you mean \"\(Self.qualified(near, in: path))\"?"
             }
-            throw WireError(field: name, message: message)
+            // A member named "" is named in the message only: `field` is a member's name, never empty.
+            throw WireError(field: unknown.isEmpty ? path : name, message: message)
         }
         self.members = members
         self.policy = policy

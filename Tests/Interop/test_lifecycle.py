@@ -5,6 +5,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
+import re
 import os
 import signal
 import socket
@@ -264,7 +265,7 @@ def test_sighup_reloads_keys_and_keeps_last_good_config(tmp_path, signing_key, r
     assert status == 0
     assert "$.colour: unknown key" in log
     assert "PRIVATE KEY" not in log
-    assert all(line.startswith("level=") for line in log.splitlines() if line), log
+    assert all(re.match(r"time=\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z level=", line) for line in log.splitlines() if line), log
 
 
 @pytest.mark.parametrize("proxied", [False, True], ids=["peer-address", "x-forwarded-for"])

@@ -160,6 +160,8 @@ struct WireRequestTests {
             WireError(field: "offerID", message: #"unknown field "offerID"; did you mean "offerId"?"#)
         ),
         (#"{"zeta":1,"alpha":2,"bundleId":"a"}"#, WireError(field: "alpha", message: #"unknown field "alpha""#)),
+        // A member named "" (found by schemathesis): named in the message, never as an empty `field`.
+        (#"{"":1,"bundleId":"a","productId":"p","offerId":"o"}"#, WireError(field: nil, message: #"unknown field """#)),
         (
             #"{"bundleId":"a","productId":"p","offerId":"o","format":"x"}"#,
             .field("format", #"must be "jws" or "legacy", not "x""#)
