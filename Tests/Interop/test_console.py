@@ -46,6 +46,7 @@ from support import (
     signed_nonce,
 )
 
+REBINDING_HOST = "rebind.attacker.test"
 CHROMIUM = "/usr/bin/chromium"
 CHROMEDRIVER = "/usr/bin/chromedriver"
 SCREENSHOTS = REPO_ROOT / ".build" / "test-output" / "console"
@@ -159,7 +160,9 @@ def driver():
     options = webdriver.ChromeOptions()
     options.binary_location = CHROMIUM
     for argument in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
-                     "--hide-scrollbars", "--window-size=1280,800"):
+                     "--hide-scrollbars", "--window-size=1280,800",
+                     # A name of another site that points at this machine, as DNS rebinding makes one.
+                     f"--host-resolver-rules=MAP {REBINDING_HOST} 127.0.0.1"):
         options.add_argument(argument)
     options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
     browser = webdriver.Chrome(service=Service(executable_path=CHROMEDRIVER), options=options)
@@ -571,6 +574,28 @@ def test_with_the_catalog_in_the_file_the_editor_says_where_offers_change(driver
 
 
 # MARK: - The files over HTTP
+
+
+def test_a_dns_rebinding_page_gets_nothing_of_the_console(driver, deployment):
+    """Issue 19, item 3: a page on another site whose name now points at 127.0.0.1 loads the admin listener under its
+    own name. Chromium, told that name, gets the 421 JSON error and no console: no script, no sign-in form, and a
+    sign-in posted from that page is refused the same way."""
+    port = deployment.server.admin_port
+    driver.get(f"http://{REBINDING_HOST}:{port}/admin/")
+    text = driver.find_element(By.TAG_NAME, "body").text
+    assert "misdirected_request" in text, text
+    assert not driver.find_elements(By.CSS_SELECTOR, "script[src], form, #sign-out")
+    # Script of the rebinding site's own (same origin as far as the browser knows): the admin API answers it nothing.
+    driver.get(f"http://{REBINDING_HOST}:{port}/admin/v1/health")
+    answer = driver.execute_async_script(
+        "const done = arguments[arguments.length - 1];"
+        "fetch('/admin/v1/session', {method: 'POST', headers: {'Content-Type': 'application/json'},"
+        f" body: JSON.stringify({{token: '{deployment.token}'}})}})"
+        ".then(r => r.text().then(t => done([r.status, t]))).catch(e => done([0, String(e)]));")
+    assert answer[0] == 421 and "misdirected_request" in answer[1], answer
+    # The same page at the listener's own name is the console.
+    driver.get(deployment.admin + "/admin/")
+    WebDriverWait(driver, 10).until(EC.presence_of_element_located((By.CSS_SELECTOR, "script")))
 
 
 def test_the_admin_listener_serves_the_console_with_its_security_headers(deployment):
