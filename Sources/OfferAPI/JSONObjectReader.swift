@@ -63,12 +63,23 @@ public struct JSONObjectReader: Sendable {
             if let near = NameSuggestion.closest(to: unknown, among: allowed.sorted()) {
                 message += "; did you mean \"\(Self.qualified(near, in: path))\"?"
             }
-            // A member named "" is named in the message only: `field` is a member's name, never empty.
-            throw WireError(field: unknown.isEmpty ? path : name, message: message)
+            // `field` names a member as a client writes one (a letter, then letters and digits: `RequestField` in
+            // openapi.yaml); any other name ("", one with spaces or control characters) is in the message only.
+            throw WireError(field: Self.isMemberName(unknown) ? name : path, message: message)
         }
         self.members = members
         self.policy = policy
         self.path = path
+    }
+
+    /// A letter, then letters and digits: the shape of every member the API defines.
+    private static func isMemberName(_ name: String) -> Bool {
+        guard let first = name.utf8.first, (first | 0x20) >= UInt8(ascii: "a") && (first | 0x20) <= UInt8(ascii: "z")
+        else { return false }
+        return name.utf8.count <= 64
+            && name.utf8.allSatisfy {
+                ($0 | 0x20) >= UInt8(ascii: "a") && ($0 | 0x20) <= UInt8(ascii: "z") || ($0 >= 0x30 && $0 <= 0x39)
+            }
     }
 
     private static func qualified(_ name: String, in path: String?) -> String {

@@ -160,8 +160,16 @@ struct WireRequestTests {
             WireError(field: "offerID", message: #"unknown field "offerID"; did you mean "offerId"?"#)
         ),
         (#"{"zeta":1,"alpha":2,"bundleId":"a"}"#, WireError(field: "alpha", message: #"unknown field "alpha""#)),
-        // A member named "" (found by schemathesis): named in the message, never as an empty `field`.
+        // Members no client would name (found by schemathesis): in the message, never in `field`.
         (#"{"":1,"bundleId":"a","productId":"p","offerId":"o"}"#, WireError(field: nil, message: #"unknown field """#)),
+        (
+            #"{"m\u001f":1,"bundleId":"a","productId":"p","offerId":"o"}"#,
+            WireError(field: nil, message: "unknown field \"m\u{1F}\"")
+        ),
+        (
+            #"{"9a":1,"bundleId":"a","productId":"p","offerId":"o"}"#,
+            WireError(field: nil, message: #"unknown field "9a""#)
+        ),
         (
             #"{"bundleId":"a","productId":"p","offerId":"o","format":"x"}"#,
             .field("format", #"must be "jws" or "legacy", not "x""#)
