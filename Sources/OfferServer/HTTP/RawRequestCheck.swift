@@ -1,3 +1,7 @@
+#if canImport(Glibc)
+    import Glibc
+#endif
+
 /// Reads a connection's bytes as they arrive, before libmicrohttpd parses them, for what its API cannot show: a NUL
 /// in the request head (libmicrohttpd cuts a header value at it and drops the rest), a folded header line
 /// (obs-fold, which it joins), and a chunk-size line, chunk end or trailer line ended by a bare LF (which it takes
@@ -43,8 +47,13 @@ struct RawRequestCheck {
     private var afterCR = false
     /// Whether the current line is the request line, and whether a header line has been seen.
     private var inRequestLine = true
-    /// The first bytes of the current header line, lowercased (enough for a name and a length).
-    private var prefix: [UInt8] = []
+    /// Whether the current header line may still be `Transfer-Encoding:` or `Content-Length:` (matched byte by
+    /// byte, without case), and, past `Content-Length:`, its value's digits so far.
+    private var mayBeTransferEncoding = false
+    private var mayBeContentLength = false
+    private var lengthDigits = 0
+    private var lengthValue = 0
+    private var lengthEnded = false
     private var chunked = false
     private var contentLength: Int?
     /// A chunk-size line's value so far, and whether its digits have ended (an extension or whitespace follows).
@@ -52,7 +61,8 @@ struct RawRequestCheck {
     private var chunkDigits = 0
     private var chunkDigitsEnded = false
 
-    static let prefixLimit = 40
+    static let transferEncoding = Array("transfer-encoding:".utf8)
+    static let contentLength = Array("content-length:".utf8)
 
     init() {}
 
@@ -74,6 +84,17 @@ struct RawRequestCheck {
                 index += taken
                 phase = left == taken ? .chunkEnd : .chunkData(left - taken)
                 continue
+            case .head:
+                // The head is most of what arrives: a line at a time, its LF and any NUL found by `memchr`.
+                let start = bytes + index
+                let lineFeed = memchr(start, Int32(UInt8(ascii: "\n")), count - index)
+                let length = lineFeed.map { $0.assumingMemoryBound(to: UInt8.self) - start } ?? count - index
+                if length > 0 { headText(start, count: length) }
+                index += length
+                if lineFeed != nil {
+                    endHeadLine()
+                    index += 1
+                }
             default:
                 step(&bytes[index])
                 index += 1
@@ -116,7 +137,11 @@ struct RawRequestCheck {
     private mutating func startLine() {
         lineLength = 0
         afterCR = false
-        prefix.removeAll(keepingCapacity: true)
+        mayBeTransferEncoding = !inRequestLine
+        mayBeContentLength = !inRequestLine
+        lengthDigits = 0
+        lengthValue = 0
+        lengthEnded = false
     }
 
     private mutating func startChunk() {
@@ -133,19 +158,31 @@ struct RawRequestCheck {
     // MARK: The head
 
     private mutating func headByte(_ byte: UInt8) {
-        if byte == 0 { refuse("a NUL byte in the request head") }
-        if byte != UInt8(ascii: "\n") {
-            if lineLength == 0 && !inRequestLine && (byte == UInt8(ascii: " ") || byte == UInt8(ascii: "\t")) {
-                refuse("a header line folded onto the one before (obs-fold, RFC 9112 section 5.2)")
-            }
-            if prefix.count < Self.prefixLimit && byte != UInt8(ascii: "\r") {
-                prefix.append(byte >= 0x41 && byte <= 0x5A ? byte | 0x20 : byte)
-            }
-            lineLength += 1
-            afterCR = byte == UInt8(ascii: "\r")
-            return
+        if byte == UInt8(ascii: "\n") {
+            endHeadLine()
+        } else {
+            withUnsafePointer(to: byte) { headText(UnsafeMutablePointer(mutating: $0), count: 1) }
         }
-        // A line ends (libmicrohttpd takes a bare LF as a line end in the head, as RFC 9112 allows).
+    }
+
+    /// `count` bytes of a head line, none of them its LF.
+    private mutating func headText(_ text: UnsafeMutablePointer<UInt8>, count: Int) {
+        if memchr(text, 0, count) != nil { refuse("a NUL byte in the request head") }
+        if lineLength == 0 && !inRequestLine && (text[0] == UInt8(ascii: " ") || text[0] == UInt8(ascii: "\t")) {
+            refuse("a header line folded onto the one before (obs-fold, RFC 9112 section 5.2)")
+        }
+        var index = 0
+        while index < count && (mayBeTransferEncoding || mayBeContentLength) {
+            matchName(text[index])
+            lineLength += 1
+            index += 1
+        }
+        lineLength += count - index
+        afterCR = text[count - 1] == UInt8(ascii: "\r")
+    }
+
+    /// A head line's LF (libmicrohttpd takes a bare LF as a line end in the head, as RFC 9112 allows).
+    private mutating func endHeadLine() {
         let empty = lineLength == 0 || (lineLength == 1 && afterCR)
         if inRequestLine {
             inRequestLine = false
@@ -158,15 +195,38 @@ struct RawRequestCheck {
         startLine()
     }
 
-    private mutating func noteHeader() {
-        if prefix.starts(with: Array("transfer-encoding:".utf8)) {
-            chunked = true
-        } else if prefix.starts(with: Array("content-length:".utf8)), contentLength == nil {
-            let value = prefix.dropFirst("content-length:".count).drop { $0 == UInt8(ascii: " ") || $0 == 9 }
-            let digits = value.prefix { $0 >= UInt8(ascii: "0") && $0 <= UInt8(ascii: "9") }
-            contentLength = digits.count <= 18 ? digits.reduce(0) { $0 * 10 + Int($1 - UInt8(ascii: "0")) } : nil
-            if digits.isEmpty || digits.count > 18 { phase = .lost }
+    /// Byte `lineLength` of a header line: still `Transfer-Encoding:` or `Content-Length:` so far, or the latter's
+    /// value.
+    private mutating func matchName(_ byte: UInt8) {
+        let lower = byte >= 0x41 && byte <= 0x5A ? byte | 0x20 : byte
+        if mayBeTransferEncoding {
+            if lineLength < Self.transferEncoding.count {
+                mayBeTransferEncoding = lower == Self.transferEncoding[lineLength]
+            } else {
+                chunked = true
+                mayBeTransferEncoding = false
+            }
         }
+        guard mayBeContentLength else { return }
+        if lineLength < Self.contentLength.count {
+            mayBeContentLength = lower == Self.contentLength[lineLength]
+        } else if !lengthEnded {
+            if byte >= UInt8(ascii: "0") && byte <= UInt8(ascii: "9") && lengthDigits < 18 {
+                lengthDigits += 1
+                lengthValue = lengthValue * 10 + Int(byte - UInt8(ascii: "0"))
+            } else if !(lengthDigits == 0 && (byte == UInt8(ascii: " ") || byte == 9)) {
+                lengthEnded = true
+            }
+        }
+    }
+
+    private mutating func noteHeader() {
+        // A name matched to its colon with nothing after it ends here.
+        if mayBeTransferEncoding && lineLength >= Self.transferEncoding.count { chunked = true }
+        guard mayBeContentLength && lineLength >= Self.contentLength.count, contentLength == nil else { return }
+        contentLength = lengthValue
+        // No digits, or more than 18: libmicrohttpd refuses the length (or `RequestFraming` does); stop following.
+        if lengthDigits == 0 || lengthDigits >= 18 { phase = .lost }
     }
 
     private mutating func endHead() {

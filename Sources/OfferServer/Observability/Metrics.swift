@@ -200,6 +200,17 @@ public final class Metrics: Sendable {
             self.count = count
             self.sum = sum
         }
+
+        /// One observation that falls in bucket `first` (and so in every one after it).
+        mutating func record(from first: Int, seconds: Double) {
+            var index = first
+            while index < cumulativeCounts.count {
+                cumulativeCounts[index] += 1
+                index += 1
+            }
+            count += 1
+            sum += seconds
+        }
     }
 
     /// Per histogram family (by `Family.index`), each series by its labels.
@@ -256,20 +267,17 @@ public final class Metrics: Sendable {
         bounds: [Int] = Metrics.requestDurationBounds
     ) {
         let key = Labels(labels)
+        // The first bucket that holds it: every bucket from there on counts it (the counts are cumulative).
+        var first = bounds.count
+        while first > 0 && bounds[first - 1] >= microseconds { first -= 1 }
         histograms.withLock { histograms in
-            var histogram =
-                histograms[family.index]?[key]
-                ?? Histogram(
+            // Changed in place (no copy of the counts): the dictionaries' `default:` subscripts modify their value.
+            histograms[family.index, default: [:]][
+                key,
+                default: Histogram(
                     bounds: bounds.map { Metrics.seconds(microseconds: $0) },
                     cumulativeCounts: Array(repeating: 0, count: bounds.count), count: 0, sum: 0)
-            var index = bounds.count
-            while index > 0 && bounds[index - 1] >= microseconds {
-                index -= 1
-                histogram.cumulativeCounts[index] += 1
-            }
-            histogram.count += 1
-            histogram.sum += Double(microseconds) / 1e6
-            histograms[family.index, default: [:]][key] = histogram
+            ].record(from: first, seconds: Double(microseconds) / 1e6)
         }
     }
 
