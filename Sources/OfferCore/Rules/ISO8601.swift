@@ -79,7 +79,9 @@ public enum ISO8601 {
             put(secondOfDay / 60 % 60, 2, at: 14)
             put(secondOfDay % 60, 2, at: 17)
             put(millis, 3, at: 20)
-            for (offset, byte) in [(4, "-"), (7, "-"), (10, "T"), (13, ":"), (16, ":"), (19, "."), (23, "Z")] as [(Int, Unicode.Scalar)] {
+            for (offset, byte) in [(4, "-"), (7, "-"), (10, "T"), (13, ":"), (16, ":"), (19, "."), (23, "Z")]
+                as [(Int, Unicode.Scalar)]
+            {
                 buffer[offset] = UInt8(ascii: byte)
             }
             return 24
