@@ -203,6 +203,17 @@ def test_a_bare_lf_in_chunked_framing_is_400_and_closed(deployment, where, arriv
         assert "bare LF" in json_body(data)["error"]["message"]
 
 
+def test_a_zero_padded_length_does_not_let_a_later_bare_lf_through(deployment):
+    """Found in review: a `Content-Length` of 18 zeros once made the byte check stop following the connection, and
+    a chunked request after it on the same connection went unchecked. Zeros count for nothing now."""
+    server, _ = deployment
+    first = b"GET /livez HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: " + b"0" * 18 + b"\r\n\r\n"
+    answer, closed = raw(server.port, first + CHUNKED_HEAD + CHUNKS["chunk-size line"])
+    statuses = [int(line.split(b" ")[1]) for line in answer.split(b"\r\n") if line.startswith(b"HTTP/1.1 ")]
+    assert statuses and statuses[-1] == 400 and 200 not in statuses[1:], answer
+    assert closed
+
+
 def test_well_framed_chunks_are_still_served(deployment):
     server, _ = deployment
     body = b"%x\r\n%s\r\n0\r\nX-Trailer: a\r\n\r\n" % (len(BODY), BODY)

@@ -50,6 +50,24 @@ struct CatalogRuntimeTests {
         ])
     }
 
+    @Test("a version published before offer IDs were limited to path characters is still served, with a warning")
+    func storedLegacyIds() throws {
+        let store = MemoryAdminStore()
+        let deployment = try Self.deployment()
+        defer { deployment.remove() }
+        let configuration = try Configuration.read(path: deployment.configurationPath)
+        let legacy = Array(
+            #"{"offers":[{"id":"promo:1","type":"promotional","productIds":["com.example.pro.monthly"],"requiresVerifiedCustomer":false}],"retention":[]}"#
+                .utf8)
+        _ = try Self.publish(store, legacy, expectedLatest: 0)
+        let served = try ServedCatalog.load(configuration, store: store)
+        #expect(served.catalog.apps[Self.bundleId]?.offers.map(\.id) == ["promo:1"])
+        let warnings = configuration.warnings(at: 1_800_000_000_000, served: served)
+        #expect(warnings.contains { $0.contains("offer promo:1's ID has characters the admin routes cannot reach") })
+        // Saving it again, as a draft, is held to today's rule.
+        #expect(throws: ConfigErrors.self) { _ = try CatalogDocument.parse(legacy) }
+    }
+
     @Test("the file's offers become version 1 of an app without one, once, audited as catalog.import by file")
     func importsOnce() throws {
         let deployment = try Self.deployment()

@@ -84,6 +84,37 @@ struct RawRequestCheckTests {
         #expect(bytes == poisoned)
     }
 
+    @Test(
+        "what cannot be followed is refused, so nothing slips past after it (found in review)",
+        arguments: [
+            // 18 zeros: libmicrohttpd reads a length of 0; a bare-LF chunk line follows on the same connection.
+            (
+                "GET / HTTP/1.1\r\nHost: a\r\nContent-Length: 000000000000000000\r\n\r\n" + Self.post
+                    + "Transfer-Encoding: chunked\r\n\r\n5\nhello\r\n0\r\n\r\n", "bare LF"
+            ),
+            (
+                Self.post + "Transfer-Encoding: chunked\r\n\r\n5;a\rb\r\nhello\r\n0\r\n\r\n",
+                "a CR inside a chunk-size line"
+            ),
+            (Self.post + "Transfer-Encoding: chunked\r\n\r\n10000000000000000\r\n", "16 hexadecimal digits"),
+            (Self.post + "Content-Length: 1000000000000000000\r\n\r\n", "18 digits"),
+            (Self.post + "Transfer-Encoding: chunked\r\n\r\n2\r\n{}}\r\n0\r\n\r\n", "longer than its size"),
+        ])
+    func failsClosed(_ stream: String, _ expected: String) throws {
+        let (problem, _) = Self.scan(stream)
+        #expect(try #require(problem).contains(expected))
+    }
+
+    @Test("leading zeros count for nothing: a long zero-padded length or chunk size is followed, not refused")
+    func leadingZeros() {
+        let stream =
+            Self.post + "Content-Length: 00000000000000000000002\r\n\r\n{}" + Self.post
+            + "Transfer-Encoding: chunked\r\n\r\n00000000000000000002\r\n{}\r\n0\r\n\r\n"
+        #expect(Self.scan(stream).problem == nil)
+        let wrong = stream.replacingOccurrences(of: "2\r\n{}\r\n0", with: "2\n{}\r\n0")
+        #expect(Self.scan(wrong).problem?.contains("bare LF") == true)
+    }
+
     @Test("a trailer line ended by a bare LF is a problem (refused once the body is read); nothing is changed")
     func trailer() throws {
         let stream = Self.post + "Transfer-Encoding: chunked\r\n\r\n0\r\nX-Trailer: a\n\r\n"

@@ -13,21 +13,26 @@ public struct CatalogDocument: Sendable {
     /// Parses and validates a document exactly as `config check` validates the same members of an app; errors
     /// carry JSON paths from `path` (`$` for a document on its own, so `$.offers[0].limits.total`). Unknown members
     /// are errors.
-    public static func parse(_ bytes: [UInt8], path: String = "$") throws(ConfigErrors) -> CatalogDocument {
+    public static func parse(
+        _ bytes: [UInt8], path: String = "$", storedIds: Bool = false
+    ) throws(ConfigErrors) -> CatalogDocument {
         let value: JSONValue
         do {
             value = try JSONParser.parse(bytes)
         } catch {
             throw ConfigErrors([ConfigError(path: path, "not valid JSON: \(error.description)")])
         }
-        return try parse(value, path: path)
+        return try parse(value, path: path, storedIds: storedIds)
     }
 
-    /// Parses and validates a parsed document (see `parse(_:path:)`).
-    public static func parse(_ value: JSONValue, path: String = "$") throws(ConfigErrors) -> CatalogDocument {
+    /// Parses and validates a parsed document (see `parse(_:path:)`). `storedIds`: a version already in the
+    /// storage, whose offer IDs are held to the rule they were stored under (see `Offer.parse`).
+    public static func parse(
+        _ value: JSONValue, path: String = "$", storedIds: Bool = false
+    ) throws(ConfigErrors) -> CatalogDocument {
         var errors: [ConfigError] = []
         var reader = ConfigReader(value, path: path, errors: &errors)
-        let document = read(&reader, errors: &errors)
+        let document = read(&reader, storedIds: storedIds, errors: &errors)
         reader.finish(into: &errors)
         guard errors.isEmpty else { throw ConfigErrors(errors) }
         return document
@@ -36,13 +41,16 @@ public struct CatalogDocument: Sendable {
     /// Reads `offers` (required, may be empty) and `retention` (optional) from an object being read, the way both
     /// an app of the configuration file and a document on its own are read. Mistakes go to `errors`; what cannot be
     /// built is left out.
-    static func read(_ reader: inout ConfigReader, errors: inout [ConfigError]) -> CatalogDocument {
+    static func read(
+        _ reader: inout ConfigReader, storedIds: Bool = false, errors: inout [ConfigError]
+    ) -> CatalogDocument {
         var offers: [Offer] = []
         let offersValue = reader.value("offers")
         if offersValue != nil, let offerValues = reader.array("offers", allowEmpty: true) {
             for (index, offerValue) in offerValues.enumerated() {
                 let offerPath = "\(reader.path).offers[\(index)]"
-                guard let offer = Offer.parse(offerValue, path: offerPath, errors: &errors) else { continue }
+                guard let offer = Offer.parse(offerValue, path: offerPath, storedIds: storedIds, errors: &errors)
+                else { continue }
                 if offers.contains(where: { $0.id == offer.id }) {
                     errors.append(ConfigError(path: "\(offerPath).id", "duplicate offer id \(offer.id)"))
                 }

@@ -2,11 +2,17 @@ import OfferAPI
 
 extension Offer {
     /// Parses one offer at `path` (like `$.apps[0].offers[1]`); mistakes go to `errors`, `nil` when it cannot be built.
-    public static func parse(_ value: JSONValue, path: String, errors: inout [ConfigError]) -> Offer? {
+    /// `storedIds`: the ID is held to the rule of the release that stored it (`isPlainIdentifier`), not today's
+    /// `isPathIdentifier`, for a version published before that rule: it is still served, with a warning at start.
+    public static func parse(
+        _ value: JSONValue, path: String, storedIds: Bool = false, errors: inout [ConfigError]
+    ) -> Offer? {
         var reader = ConfigReader(value, path: path, errors: &errors)
         let id = reader.string("id")
-        if let id, !Identifiers.isPathIdentifier(id) {
-            errors.append(ConfigError(path: "\(path).id", Identifiers.pathIdentifierRule))
+        if let id, storedIds ? !Identifiers.isPlainIdentifier(id) : !Identifiers.isPathIdentifier(id) {
+            errors.append(
+                ConfigError(
+                    path: "\(path).id", storedIds ? Identifiers.plainIdentifierRule : Identifiers.pathIdentifierRule))
         }
         var type: Offer.Kind?
         if let typeName = reader.string("type") {

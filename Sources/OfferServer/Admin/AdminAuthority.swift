@@ -26,16 +26,13 @@ public final class AdminAuthority: Sendable {
     public func listening(on port: Int) { boundPort.store(port, ordering: .releasing) }
 
     /// The `Host` values answered, lowercase: the listener's address with its port (`127.0.0.1`, `localhost` and
-    /// `[::1]` alike when it is loopback), and `publicOrigin`'s authority (with and without its scheme's port).
+    /// `[::1]` alike when it is loopback), and `publicOrigin`'s host, bare and with its port (a proxy may pass either:
+    /// nginx's `$host` drops the port), plus its scheme's default port when it names none.
     public var hosts: [String] {
         var names = listenerHosts
         if let origin = settings.publicOrigin, let split = Self.split(origin) {
-            let bare = split.hasPort ? nil : split.authority
-            let withPort = split.hasPort ? split.authority : "\(split.authority):\(split.defaultPort)"
-            for name in [withPort, bare ?? Self.dropping(port: split.defaultPort, from: withPort)]
-            where !names.contains(name) {
-                names.append(name)
-            }
+            let port = split.hasPort ? split.port : split.defaultPort
+            for name in [split.host, "\(split.host):\(port)"] where !names.contains(name) { names.append(name) }
         }
         return names
     }
@@ -63,11 +60,6 @@ public final class AdminAuthority: Sendable {
         return names
     }
 
-    /// `authority` without `:port` at its end.
-    private static func dropping(port: Int, from authority: String) -> String {
-        authority.hasSuffix(":\(port)") ? String(authority.dropLast(":\(port)".count)) : authority
-    }
-
     /// Refuses a request whose `Host` is not one of `hosts`.
     public func check(host: String?) throws(AdminError) {
         guard let host, !host.isEmpty else {
@@ -92,32 +84,45 @@ public final class AdminAuthority: Sendable {
 
     /// `text` as an origin (`http` or `https`, a host, an optional port, nothing after it but one `/`),
     /// lowercase; `nil` when it is not one.
+    /// A browser's form of it: the scheme's default port dropped (`https://a.example:443` is sent as
+    /// `https://a.example`).
     public static func origin(_ text: String) -> String? {
         var text = text.lowercased()
         if text.hasSuffix("/") { text.removeLast() }
-        guard let split = split(text), !split.authority.isEmpty else { return nil }
-        let allowed = split.authority.utf8.allSatisfy { byte in
-            Identifiers.isAlphanumeric(byte) || byte == UInt8(ascii: ".") || byte == UInt8(ascii: "-")
-                || byte == UInt8(ascii: ":") || byte == UInt8(ascii: "[") || byte == UInt8(ascii: "]")
+        guard let split = split(text), !split.host.isEmpty else { return nil }
+        // A name (letters, digits, dots, hyphens) or a bracketed IPv6 address; nothing else before the port.
+        let host = Array(split.host.utf8)
+        let isName = host.allSatisfy {
+            Identifiers.isAlphanumeric($0) || $0 == UInt8(ascii: ".") || $0 == UInt8(ascii: "-")
         }
-        guard allowed, !split.authority.hasPrefix(":") else { return nil }
-        if split.hasPort {
-            let port = split.authority.split(separator: ":").last.map(String.init) ?? ""
-            guard let number = Int(port), (1...65535).contains(number), !port.hasPrefix("0") else { return nil }
-        }
-        return text
+        let isIPv6 =
+            host.count > 2 && host.first == UInt8(ascii: "[") && host.last == UInt8(ascii: "]")
+            && host.dropFirst().dropLast().allSatisfy { Hex.value(of: $0) != nil || $0 == UInt8(ascii: ":") }
+        guard isName || isIPv6 else { return nil }
+        guard split.hasPort else { return text }
+        guard let port = split.portText.flatMap({ Int($0) }), (1...65535).contains(port),
+            split.portText?.hasPrefix("0") == false
+        else { return nil }
+        let scheme = text.hasPrefix("https://") ? "https://" : "http://"
+        return port == split.defaultPort ? scheme + split.host : text
     }
 
     private static let wildcards: Set<String> = ["0.0.0.0", "::", "[::]", ""]
 
-    /// An origin's authority, whether it names a port, and its scheme's default port.
-    private static func split(_ origin: String) -> (authority: String, hasPort: Bool, defaultPort: Int)? {
+    /// An origin's host (IPv6 in brackets), its port as written (nil without one) and as a number, and its
+    /// scheme's default port.
+    private static func split(
+        _ origin: String
+    ) -> (host: String, hasPort: Bool, portText: String?, port: Int, defaultPort: Int)? {
         let schemes = [("http://", 80), ("https://", 443)]
-        guard let (scheme, port) = schemes.first(where: { origin.hasPrefix($0.0) }) else { return nil }
-        let authority = String(origin.dropFirst(scheme.count))
-        let closing = authority.lastIndex(of: "]") ?? authority.startIndex
-        let hasPort = authority[closing...].contains(":")
-        return (authority, hasPort, port)
+        guard let (scheme, defaultPort) = schemes.first(where: { origin.hasPrefix($0.0) }) else { return nil }
+        let authority = Substring(origin.dropFirst(scheme.count))
+        let afterBracket = authority.lastIndex(of: "]").map { authority.index(after: $0) } ?? authority.startIndex
+        guard let colon = authority[afterBracket...].firstIndex(of: ":") else {
+            return (String(authority), false, nil, defaultPort, defaultPort)
+        }
+        let portText = String(authority[authority.index(after: colon)...])
+        return (String(authority[..<colon]), true, portText, Int(portText) ?? 0, defaultPort)
     }
 }
 

@@ -1,6 +1,10 @@
 import OfferAPI
 import Synchronization
 
+#if canImport(Glibc)
+    import Glibc
+#endif
+
 /// Failed admin credentials (an unknown bearer token, a sign-in with one) counted per client address, with an
 /// exponential back-off: after `freeFailures` failures each further one makes the address wait twice as long as the
 /// one before (1 s, 2 s, 4 s ... up to `maxSeconds`); a failed attempt made while it waits is answered 429
@@ -10,7 +14,8 @@ import Synchronization
 /// client's failures cost, and makes them visible (`offer_signer_admin_auth_failures_total`).
 ///
 /// Time is passed in (Unix milliseconds); addresses quiet for `forgetSeconds` are forgotten, and at most
-/// `maxAddresses` are kept (the oldest failure goes first), so a flood of addresses cannot grow it without bound.
+/// `maxAddresses` are kept (one goes when a new one comes to a full table), so a flood of addresses cannot grow it
+/// without bound. IPv6 addresses count by their /64.
 public final class AdminThrottle: Sendable {
     public struct Policy: Sendable, Equatable {
         public var freeFailures = 5
@@ -32,15 +37,17 @@ public final class AdminThrottle: Sendable {
 
     public init(policy: Policy = Policy()) { self.policy = policy }
 
-    /// Records a failed attempt by `client` at `now`. Returns the seconds to wait when the address was already
-    /// waiting (answer 429 with them), `nil` when the failure is answered as usual (401).
+    /// Records a failed attempt by `client` at `now`. When the address was already waiting, returns the seconds it
+    /// must wait now, this failure's doubling included (answer 429 with them); `nil` when the failure is answered as
+    /// usual (401).
     public func fail(client: String, now: Int64) -> Int? {
-        entries.withLock { entries in
-            var entry = entries[client] ?? Entry()
+        let key = Self.key(client)
+        return entries.withLock { entries in
+            var entry = entries[key] ?? Entry()
             if entry.blockedUntil <= now && now - entry.lastFailure > Int64(policy.forgetSeconds) * 1000 {
                 entry = Entry()
             }
-            let waiting = entry.blockedUntil > now ? Int((entry.blockedUntil - now + 999) / 1000) : nil
+            let wasWaiting = entry.blockedUntil > now
             entry.failures += 1
             entry.lastFailure = now
             if entry.failures > policy.freeFailures {
@@ -48,20 +55,30 @@ public final class AdminThrottle: Sendable {
                 let seconds = min(1 << exponent, policy.maxSeconds)
                 entry.blockedUntil = max(entry.blockedUntil, now + Int64(seconds) * 1000)
             }
-            if entries[client] == nil && entries.count >= policy.maxAddresses,
-                let oldest = entries.min(by: { $0.value.lastFailure < $1.value.lastFailure })?.key
-            {
-                entries[oldest] = nil
+            if entries[key] == nil && entries.count >= policy.maxAddresses {
+                // Full: one entry goes, in constant time (the table never grows past its bound).
+                entries.remove(at: entries.startIndex)
             }
-            entries[client] = entry
-            return waiting
+            entries[key] = entry
+            return wasWaiting ? Int((entry.blockedUntil - now + 999) / 1000) : nil
         }
+    }
+
+    /// What an address is counted under: itself for IPv4, its /64 for IPv6 (a host is given a whole /64, so its
+    /// other addresses are the same client), as `ConnectionsPerAddress` counts connections.
+    static func key(_ client: String) -> String {
+        guard client.contains(":") else { return client }
+        var address = in6_addr()
+        guard inet_pton(AF_INET6, client, &address) == 1 else { return client }
+        let bytes = withUnsafeBytes(of: &address) { Array($0.prefix(8)) }
+        return "v6/64:" + Hex.encode(bytes)
     }
 
     /// The seconds `client` must wait before a failed attempt is looked at again, or `nil`.
     public func waiting(client: String, now: Int64) -> Int? {
-        entries.withLock { entries in
-            guard let entry = entries[client], entry.blockedUntil > now else { return nil }
+        let key = Self.key(client)
+        return entries.withLock { entries in
+            guard let entry = entries[key], entry.blockedUntil > now else { return nil }
             return Int((entry.blockedUntil - now + 999) / 1000)
         }
     }

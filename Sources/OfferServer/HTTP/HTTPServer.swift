@@ -471,15 +471,16 @@ private func accessHandler(
         }
         return .YES
     }
-    if state.rejected {
-        // A declared oversize body was already answered on the first call.
-        return state.answered ? .YES : queue(connection, HTTPError.payloadTooLarge(limit: limit).response)
-    }
-    if let problem = ReceiveHook.problem(offer_connection_fd(connection)) {
-        // Found in the body's framing (a trailer line ended by a bare LF): refused now that it has been read.
+    if !state.answered, let problem = ReceiveHook.problem(offer_connection_fd(connection)) {
+        // Found in the body's framing (a trailer line ended by a bare LF, ...): refused now that it has been read,
+        // before a 413 (which would keep the connection open).
         state.rejected = true
         state.answered = true
         return queue(connection, RequestFraming.refusal(problem))
+    }
+    if state.rejected {
+        // A declared oversize body was already answered on the first call.
+        return state.answered ? .YES : queue(connection, HTTPError.payloadTooLarge(limit: limit).response)
     }
     if let responder = state.responder {
         // Called again after a resume: the answer is ready.

@@ -13,10 +13,13 @@
 /// its chunks. Any other framing question (two lengths, another coding) is `RequestFraming`'s, which refuses the
 /// request and closes the connection, so this reader never has to agree with libmicrohttpd about such a stream.
 ///
-/// What it finds is `problem`, read by the server before it answers (400 and close). A bare LF in a chunk-size line
-/// or at a chunk's end is also `poisoned`: `scan` replaces it in the buffer libmicrohttpd is about to read with a
-/// NUL, so that libmicrohttpd itself refuses the body at once as malformed chunked encoding (its own 400 and close)
-/// instead of reading on in a framing the proxy may not share. Pure: bytes in, a verdict out.
+/// What it finds is `problem`, read by the server before it answers (400 and close); it stays for the connection's
+/// life, so once set no further request on it is served. A stream it cannot follow (a length or chunk size too
+/// long, a CR inside a chunk-size line, a chunk longer than its size) is a problem too: fail closed. A bare LF in a
+/// chunk-size line or at a chunk's end is also replaced, in the buffer libmicrohttpd is about to read, with a NUL,
+/// so that libmicrohttpd refuses the body as malformed chunked encoding (its own 400 and close) rather than read on
+/// in a framing the proxy may not share; where it would read on anyway (the LF after a chunk extension), the
+/// service refuses the request when the body ends. Pure: bytes in, a verdict out.
 struct RawRequestCheck {
     enum Phase: Equatable {
         /// Before a request line (empty lines are skipped, as libmicrohttpd does).
@@ -35,7 +38,7 @@ struct RawRequestCheck {
         case chunkEndLF
         /// Trailer lines after the last chunk, up to an empty line.
         case trailer
-        /// The stream can no longer be followed (libmicrohttpd refuses it anyway): nothing more is checked.
+        /// The stream can no longer be followed: nothing more is checked, and `problem` refuses the connection.
         case lost
     }
 
@@ -51,7 +54,9 @@ struct RawRequestCheck {
     /// byte, without case), and, past `Content-Length:`, its value's digits so far.
     private var mayBeTransferEncoding = false
     private var mayBeContentLength = false
+    /// Significant digits (leading zeros are not counted, as libmicrohttpd does not count them) and whether any.
     private var lengthDigits = 0
+    private var lengthSeen = false
     private var lengthValue = 0
     private var lengthEnded = false
     private var chunked = false
@@ -59,6 +64,7 @@ struct RawRequestCheck {
     /// A chunk-size line's value so far, and whether its digits have ended (an extension or whitespace follows).
     private var chunkSize = 0
     private var chunkDigits = 0
+    private var chunkSeen = false
     private var chunkDigitsEnded = false
 
     static let transferEncoding = Array("transfer-encoding:".utf8)
@@ -118,15 +124,18 @@ struct RawRequestCheck {
             if byte == UInt8(ascii: "\r") {
                 phase = .chunkEndLF
             } else if byte == UInt8(ascii: "\n") {
-                refuse("a chunk's data ends with a bare LF (chunked encoding needs CRLF)")
                 byte = 0
-                phase = .lost
+                lose("a chunk's data ends with a bare LF (chunked encoding needs CRLF)")
             } else {
-                phase = .lost
+                lose("a chunk's data is longer than its size line says")
             }
         case .chunkEndLF:
-            phase = byte == UInt8(ascii: "\n") ? .chunkSize : .lost
-            if phase == .chunkSize { startChunk() }
+            if byte == UInt8(ascii: "\n") {
+                phase = .chunkSize
+                startChunk()
+            } else {
+                lose("a CR after a chunk's data is not followed by LF")
+            }
         case .trailer:
             trailerByte(byte)
         case .body, .chunkData, .lost:
@@ -140,6 +149,7 @@ struct RawRequestCheck {
         mayBeTransferEncoding = !inRequestLine
         mayBeContentLength = !inRequestLine
         lengthDigits = 0
+        lengthSeen = false
         lengthValue = 0
         lengthEnded = false
     }
@@ -147,12 +157,20 @@ struct RawRequestCheck {
     private mutating func startChunk() {
         chunkSize = 0
         chunkDigits = 0
+        chunkSeen = false
         chunkDigitsEnded = false
         afterCR = false
     }
 
     private mutating func refuse(_ why: String) {
         if problem == nil { problem = why }
+    }
+
+    /// Stops following the stream, and refuses it: whatever libmicrohttpd makes of bytes this reader cannot follow,
+    /// nothing after them is checked, so the connection must not be served further (fail closed).
+    private mutating func lose(_ why: String) {
+        refuse(why)
+        phase = .lost
     }
 
     // MARK: The head
@@ -212,9 +230,10 @@ struct RawRequestCheck {
             mayBeContentLength = lower == Self.contentLength[lineLength]
         } else if !lengthEnded {
             if byte >= UInt8(ascii: "0") && byte <= UInt8(ascii: "9") && lengthDigits < 18 {
-                lengthDigits += 1
+                lengthSeen = true
+                if lengthDigits > 0 || byte != UInt8(ascii: "0") { lengthDigits += 1 }
                 lengthValue = lengthValue * 10 + Int(byte - UInt8(ascii: "0"))
-            } else if !(lengthDigits == 0 && (byte == UInt8(ascii: " ") || byte == 9)) {
+            } else if !(!lengthSeen && (byte == UInt8(ascii: " ") || byte == 9)) {
                 lengthEnded = true
             }
         }
@@ -225,8 +244,9 @@ struct RawRequestCheck {
         if mayBeTransferEncoding && lineLength >= Self.transferEncoding.count { chunked = true }
         guard mayBeContentLength && lineLength >= Self.contentLength.count, contentLength == nil else { return }
         contentLength = lengthValue
-        // No digits, or more than 18: libmicrohttpd refuses the length (or `RequestFraming` does); stop following.
-        if lengthDigits == 0 || lengthDigits >= 18 { phase = .lost }
+        // No digits, or 18 significant ones (a length no body here reaches): stop following, and refuse.
+        if !lengthSeen { lose("a Content-Length without digits") }
+        if lengthDigits >= 18 { lose("a Content-Length of 18 digits or more") }
     }
 
     private mutating func endHead() {
@@ -249,13 +269,12 @@ struct RawRequestCheck {
     private mutating func chunkSizeByte(_ byte: inout UInt8) {
         if byte == UInt8(ascii: "\n") {
             guard afterCR else {
-                refuse("a chunk-size line ends with a bare LF (chunked encoding needs CRLF)")
                 byte = 0
-                phase = .lost
+                lose("a chunk-size line ends with a bare LF (chunked encoding needs CRLF)")
                 return
             }
-            guard chunkDigits > 0 else {
-                phase = .lost
+            guard chunkSeen else {
+                lose("a chunk-size line without a size")
                 return
             }
             if chunkSize == 0 {
@@ -267,8 +286,8 @@ struct RawRequestCheck {
             return
         }
         if afterCR {
-            // A CR inside the line: libmicrohttpd refuses the size as malformed.
-            phase = .lost
+            // A CR inside the line, extension included (RFC 9112 allows none there): refused.
+            lose("a CR inside a chunk-size line")
             return
         }
         if byte == UInt8(ascii: "\r") {
@@ -277,14 +296,14 @@ struct RawRequestCheck {
             return
         }
         if byte == 0 {
-            refuse("a NUL byte in a chunk-size line")
-            phase = .lost
+            lose("a NUL byte in a chunk-size line")
             return
         }
         if !chunkDigitsEnded, let digit = Self.hexValue(byte) {
-            chunkDigits += 1
+            chunkSeen = true
+            if chunkDigits > 0 || digit != 0 { chunkDigits += 1 }
             guard chunkDigits <= 15 else {
-                phase = .lost
+                lose("a chunk size of 16 hexadecimal digits or more")
                 return
             }
             chunkSize = chunkSize << 4 | digit

@@ -58,7 +58,9 @@ struct RequestFraming {
     mutating func see(name: UnsafePointer<CChar>, value: UnsafePointer<CChar>?) {
         if strpbrk(name, " \t") != nil { malformedName = true }
         if controlCharacter == nil {
-            if let byte = Self.firstNonToken(name) {
+            if name.pointee == 0 {
+                controlCharacter = "a header with an empty name (a line starting with its colon)"
+            } else if let byte = Self.firstNonToken(name) {
                 controlCharacter =
                     "a header name contains the byte 0x\(Self.hex(byte)) (only letters, digits and !#$%&'*+-.^_`|~)"
             } else if let value, let byte = Self.firstControl(value) {

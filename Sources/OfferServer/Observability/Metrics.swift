@@ -135,7 +135,8 @@ public final class Metrics: Sendable {
             type: "counter", index: 29)
         public static let requestDuration = Family(
             name: "offer_signer_http_request_duration_seconds",
-            help: "HTTP requests by route and the time from arrival to the answer (a histogram).", type: "histogram",
+            help: "HTTP requests by route and the time from routing (the request read) to the answer (a histogram).",
+            type: "histogram",
             index: 30)
 
         /// The order families are rendered in.

@@ -44,7 +44,10 @@ public struct ServedCatalog: Sendable {
                     continue
                 }
                 do {
-                    apps.append(app.replacing(try CatalogDocument.parse(stored.document)))
+                    // A version published before offer IDs were held to `Identifiers.isPathIdentifier` is still
+                    // served (a warning at start asks for new IDs): the console must be able to start to fix it.
+                    let document = try CatalogDocument.parse(stored.document, storedIds: true)
+                    apps.append(app.replacing(document))
                     versions[app.bundleId] = wanted
                 } catch {
                     errors += error.errors.map {

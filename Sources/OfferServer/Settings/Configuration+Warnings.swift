@@ -11,6 +11,13 @@ extension Configuration {
             apps = apps.map { served.catalog.apps[$0.bundleId]?.definition ?? $0 }
             for app in self.apps {
                 guard let version = served.versions[app.bundleId] else { continue }
+                for offer in served.catalog.apps[app.bundleId]?.definition.offers ?? []
+                where !Identifiers.isPathIdentifier(offer.id) {
+                    out.append(
+                        "\(app.bundleId) catalog version \(version): offer \(offer.id)'s ID has characters the admin "
+                            + "routes cannot reach (\(Identifiers.pathIdentifierRule)); it is served, but a draft keeping "
+                            + "it cannot be saved: publish it under a new ID")
+                }
                 out.append(
                     "\(app.path).offers: ignored: catalog is \"storage\" and \(app.bundleId) serves published version "
                         + "\(version); change its offers in the admin console or API, or with `offer-signer catalog "

@@ -80,6 +80,9 @@ struct AdminSettingsTests {
         arguments: [
             ("https://Ops.Example.com/", "https://ops.example.com"), ("http://127.0.0.1:9000", "http://127.0.0.1:9000"),
             ("https://[::1]:8443", "https://[::1]:8443"),
+            // A browser sends no default port in Origin (found in review): it is dropped.
+            ("https://ops.example.com:443", "https://ops.example.com"),
+            ("http://ops.example.com:80/", "http://ops.example.com"),
         ])
     func publicOrigin(_ written: String, _ normalised: String) throws {
         let admin = try #require(try Self.parse(#"{"publicOrigin": "\#(written)"}"#).settings.admin)
@@ -91,7 +94,7 @@ struct AdminSettingsTests {
         arguments: [
             "ops.example.com", "ftp://ops.example.com", "https://ops.example.com/admin", "https://", "https://a b",
             "https://ops.example.com:0", "https://ops.example.com:99999", "https://ops.example.com?x=1",
-            "https://user@ops.example.com",
+            "https://user@ops.example.com", "https://a:1:2", "https://::1", "https://[g::1]",
         ])
     func notAnOrigin(_ written: String) {
         #expect(Self.errors(#"{"publicOrigin": "\#(written)"}"#).map(\.path) == ["$.admin.publicOrigin"])
