@@ -531,10 +531,10 @@ def test_offer_limits_answer_403_in_the_documented_shape(verified_server, signed
 # MARK: - The HTTP library's own errors (HTML, no Content-Type)
 
 
-def raw_reply(port: int, message: bytes) -> Response:
-    """Sends one raw request and reads to the close. Tolerates libmicrohttpd 0.9.75 sending the status line and
-    headers of some errors twice: the body is the HTML page at the end."""
-    data = read_raw(port, [message])
+def raw_reply(port: int, message: bytes, body: bytes = b"") -> Response:
+    """Sends one raw request and reads to the close; `body`, if any, after a pause. Tolerates libmicrohttpd 0.9.75
+    sending the status line and headers of some errors twice: the body is the HTML page at the end."""
+    data = read_raw(port, [message, body] if body else [message], delay=0.2 if body else 0.0)
     head, _, _ = data.partition(b"\r\n\r\n")
     lines = head.decode("latin-1").split("\r\n")
     status = int(lines[0].split(" ")[1])
@@ -557,10 +557,13 @@ PROTOCOL_ERRORS = [
 
 @pytest.mark.parametrize("name,method,path,headers,status", PROTOCOL_ERRORS, ids=[p[0] for p in PROTOCOL_ERRORS])
 def test_protocol_errors_are_html_as_documented(server, openapi, name, method, path, headers, status):
-    body = b"zz\r\n{}\r\n0\r\n\r\n" if b"chunked" in headers else b"{}"
-    message = (f"{method} {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n".encode() + headers + b"\r\n"
-               + body)
-    reply = raw_reply(server.port, message)
+    message = f"{method} {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n".encode() + headers + b"\r\n"
+    if b"chunked" in headers:
+        # A chunk size that is not hexadecimal, after the head: libmicrohttpd's own page. (Sent with the head, the
+        # service has read it by the time the head is parsed and answers `invalid_request` itself: test_edges.py.)
+        reply = raw_reply(server.port, message, b"zz\r\n{}\r\n0\r\n\r\n")
+    else:
+        reply = raw_reply(server.port, message + b"{}")
     assert reply.status == status, (reply.status, reply.body)
     assert reply.header("Content-Type") is None, reply.headers
     openapi.check(reply, openapi.operation_response(method, path, status), method)
