@@ -48,6 +48,7 @@ enum ConfigCheckCommand {
                 "admin: http://\(host):\(admin.port)"
                     + (admin.allowRemote
                         ? " (remote allowed: behind a TLS-terminating proxy only)" : " (loopback only)")
+                    + (admin.publicOrigin.map { ", also answering for \($0)" } ?? "")
                     + "; console sessions last \(admin.sessionMinutes) min")
         } else {
             lines.append("admin: off (no \"admin\" block)")

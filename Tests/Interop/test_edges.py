@@ -245,6 +245,20 @@ def test_another_host_gets_421_and_nothing_of_the_console(deployment, host, path
     assert "Set-Cookie" not in headers
 
 
+def test_config_check_names_the_public_origin(directory, signing_key):
+    path = admin_config(directory, signing_key, allowRemote=True, publicOrigin="https://Ops.Example.com:443/")
+    document = json.loads(path.read_text())
+    document["admin"]["listen"]["host"] = "0.0.0.0"
+    path.write_text(json.dumps(document))
+    result = run_cli("config", "check", "--config", str(path))
+    assert result.returncode == 0, result.stderr
+    assert "also answering for https://ops.example.com;" in result.stdout, result.stdout
+    del document["admin"]["publicOrigin"]
+    path.write_text(json.dumps(document))
+    result = run_cli("config", "check", "--config", str(path))
+    assert result.returncode != 0 and "$.admin.publicOrigin: is required" in result.stdout + result.stderr
+
+
 def test_no_host_is_400_and_own_names_are_answered(deployment):
     server, _ = deployment
     answer, _ = raw(server.admin_port, b"GET /admin/v1/health HTTP/1.0\r\n\r\n")
