@@ -1,10 +1,6 @@
 import OfferAPI
 import Synchronization
 
-#if canImport(Glibc)
-    import Glibc
-#endif
-
 /// Failed admin credentials (an unknown bearer token, a sign-in with one) counted per client address, with an
 /// exponential back-off: after `freeFailures` failures each further one makes the address wait twice as long as the
 /// one before (1 s, 2 s, 4 s ... up to `maxSeconds`); a failed attempt made while it waits is answered 429
@@ -33,7 +29,7 @@ public final class AdminThrottle: Sendable {
     }
 
     public let policy: Policy
-    private let entries = Mutex<[String: Entry]>([:])
+    private let entries = Mutex<[ConnectionsPerAddress.Peer: Entry]>([:])
 
     public init(policy: Policy = Policy()) { self.policy = policy }
 
@@ -64,14 +60,10 @@ public final class AdminThrottle: Sendable {
         }
     }
 
-    /// What an address is counted under: itself for IPv4, its /64 for IPv6 (a host is given a whole /64, so its
-    /// other addresses are the same client), as `ConnectionsPerAddress` counts connections.
-    static func key(_ client: String) -> String {
-        guard client.contains(":") else { return client }
-        var address = in6_addr()
-        guard inet_pton(AF_INET6, client, &address) == 1 else { return client }
-        let bytes = withUnsafeBytes(of: &address) { Array($0.prefix(8)) }
-        return "v6/64:" + Hex.encode(bytes)
+    /// What an address is counted under: the client as `ConnectionsPerAddress` counts connections (IPv4 as itself,
+    /// IPv6 by its /64); an address that is neither (unknown) shares one place.
+    static func key(_ client: String) -> ConnectionsPerAddress.Peer {
+        ConnectionsPerAddress.Peer(text: client) ?? ConnectionsPerAddress.Peer(family: 0, bits: 0)
     }
 
     /// The seconds `client` must wait before a failed attempt is looked at again, or `nil`.

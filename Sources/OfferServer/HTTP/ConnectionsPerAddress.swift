@@ -42,6 +42,29 @@ final class ConnectionsPerAddress: Sendable {
             }
         }
 
+        /// The peer of an address written as text (`HTTPRequest.clientAddress`); `nil` when it is neither IPv4 nor
+        /// IPv6.
+        init?(text: String) {
+            var storage = sockaddr_storage()
+            let parsed = withUnsafeMutablePointer(to: &storage) { pointer -> Bool in
+                if inet_pton(AF_INET, text, UnsafeMutableRawPointer(pointer) + 4) == 1 {
+                    pointer.pointee.ss_family = sa_family_t(AF_INET)
+                    return true
+                }
+                if inet_pton(AF_INET6, text, UnsafeMutableRawPointer(pointer) + 8) == 1 {
+                    pointer.pointee.ss_family = sa_family_t(AF_INET6)
+                    return true
+                }
+                return false
+            }
+            guard parsed else { return nil }
+            let peer = withUnsafePointer(to: &storage) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { Peer($0) }
+            }
+            guard let peer else { return nil }
+            self = peer
+        }
+
         init(family: UInt8, bits: UInt64) {
             self.family = family
             self.bits = bits

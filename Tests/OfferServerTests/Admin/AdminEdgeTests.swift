@@ -131,19 +131,25 @@ struct AdminEdgeTests {
         policy.maxAddresses = 3
         let throttle = AdminThrottle(policy: policy)
         var now: Int64 = 1_000_000
-        for _ in 0..<7 { _ = throttle.fail(client: "a", now: now) }
-        #expect(throttle.waiting(client: "a", now: now) == 2)
-        #expect(throttle.waiting(client: "b", now: now) == nil)
+        for _ in 0..<7 { _ = throttle.fail(client: "192.0.2.1", now: now) }
+        #expect(throttle.waiting(client: "192.0.2.1", now: now) == 2)
+        #expect(throttle.waiting(client: "192.0.2.2", now: now) == nil)
         now += 3_601_000
-        #expect(throttle.waiting(client: "a", now: now) == nil)
-        for _ in 0..<6 { #expect(throttle.fail(client: "a", now: now) == nil) }
-        #expect(throttle.fail(client: "a", now: now) == 2)
-        for client in ["b", "c", "d"] { _ = throttle.fail(client: client, now: now + 1) }
+        #expect(throttle.waiting(client: "192.0.2.1", now: now) == nil)
+        for _ in 0..<6 { #expect(throttle.fail(client: "192.0.2.1", now: now) == nil) }
+        #expect(throttle.fail(client: "192.0.2.1", now: now) == 2)
+        for client in ["192.0.2.2", "192.0.2.3", "192.0.2.4"] { _ = throttle.fail(client: client, now: now + 1) }
         // The table holds 3: one address went to make room for the fourth.
-        #expect(["a", "b", "c", "d"].filter { throttle.waiting(client: $0, now: now) == nil }.count >= 1)
+        #expect(
+            ["192.0.2.1", "192.0.2.2", "192.0.2.3", "192.0.2.4"].filter {
+                throttle.waiting(client: $0, now: now) == nil
+            }.count >= 1)
         // An IPv6 client is counted by its /64: another address of it waits too.
         for _ in 0..<7 { _ = throttle.fail(client: "2001:db8:1:2::1", now: now) }
         #expect(throttle.waiting(client: "2001:db8:1:2:ffff::9", now: now) == 2)
         #expect(throttle.waiting(client: "2001:db8:1:3::1", now: now) == nil)
+        // An IPv4-mapped IPv6 address is its IPv4 client, as `ConnectionsPerAddress` counts it.
+        for _ in 0..<7 { _ = throttle.fail(client: "198.51.100.7", now: now) }
+        #expect(throttle.waiting(client: "::ffff:198.51.100.7", now: now) == 2)
     }
 }
