@@ -28,12 +28,12 @@ enum LedgerFile {
 
     /// A connection that writes to the ledger file at `path` (`prepare`d first), as every writer of the file sets
     /// it up: WAL journal, `synchronous=FULL` (what was answered is on disk), deleted rows overwritten, and
-    /// `SQLiteLedger.busyTimeoutMilliseconds` to wait for another connection's lock. The schema is the caller's
+    /// `SQLiteDatabase.busyTimeoutMilliseconds` to wait for another connection's lock. The schema is the caller's
     /// business (`LedgerSchema.migrate`).
-    static func connect(_ path: String) throws(LedgerError) -> Connection {
+    static func connect(_ path: String) throws(LedgerError) -> SQLiteConnection {
         try prepare(path)
-        let connection = try Connection(path: path)
-        connection.setBusyTimeout(milliseconds: SQLiteLedger.busyTimeoutMilliseconds)
+        let connection = try SQLiteConnection(path: path)
+        connection.setBusyTimeout(milliseconds: SQLiteDatabase.busyTimeoutMilliseconds)
         try connection.execute("PRAGMA journal_mode=WAL")
         try connection.execute("PRAGMA synchronous=FULL")
         // Deleted rows are overwritten, so a forgotten customer's key does not stay in free space (Debian's

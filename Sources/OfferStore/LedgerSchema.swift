@@ -198,7 +198,7 @@ enum LedgerSchema {
                 ) WITHOUT ROWID
                 """,
             ]),
-        // 9: the admin store (`SQLiteAdminStore`): the catalog's published versions and one draft per app, the
+        // 9: the admin store (`SQLAdminStore`): the catalog's published versions and one draft per app, the
         // audit log chained by hash, admin tokens and console sessions (each stored as the SHA-256 of the secret).
         // One unrevoked token per name.
         Migration(
@@ -269,7 +269,7 @@ enum LedgerSchema {
 
     /// Brings the database up to `currentVersion`, one migration per transaction. Another process opening the
     /// same file waits for the write lock and then finds the work done.
-    static func migrate(_ connection: Connection, path: String) throws(LedgerError) {
+    static func migrate(_ connection: SQLiteConnection, path: String) throws(LedgerError) {
         while true {
             let applied = try connection.transaction { () throws(LedgerError) -> Bool in
                 let version = try recordedVersion(connection, path: path)
@@ -290,7 +290,7 @@ enum LedgerSchema {
 
     /// The version in `schema_version`, creating that table with the version recognised from the tables when
     /// it is missing (a new file is version 0).
-    private static func recordedVersion(_ connection: Connection, path: String) throws(LedgerError) -> Int {
+    private static func recordedVersion(_ connection: SQLiteConnection, path: String) throws(LedgerError) -> Int {
         let tables = Set(
             try connection.texts(
                 "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'", []))

@@ -5,11 +5,11 @@ import OfferCore
 public enum StorageLocation: Sendable, Equatable, CustomStringConvertible {
     /// No ledger (no offer has limits).
     case none
-    /// A `MemoryLedger`: records are lost on restart (tests).
+    /// A private in-memory SQLite database (`SQLLedger(sqlite: ":memory:")`): records are lost on restart (tests).
     case memory
-    /// A SQLite file (`SQLiteLedger`), its path resolved.
+    /// A SQLite file (`SQLLedger(sqlite:)`), its path resolved.
     case sqlite(String)
-    /// A PostgreSQL database (`PostgreSQLLedger`), which several replicas may share. The password comes from
+    /// A PostgreSQL database (`SQLLedger(postgresql:)`), which several replicas may share. The password comes from
     /// libpq's `PGPASSWORD` or `PGPASSFILE`, or from the DSN itself (then never shown).
     case postgresql(PostgreSQLConfiguration)
 
@@ -36,18 +36,18 @@ public enum StorageLocation: Sendable, Equatable, CustomStringConvertible {
     /// Opens the ledger: `nil` for `.none`; a SQLite file is created 0600 (its missing folders 0700) and its
     /// schema brought up to date; a PostgreSQL database gets a pool of at most `connections` (the service's
     /// worker threads and one for the ledger's writer) and its schema brought up to date. `sqlitePageLimit` is
-    /// `SQLiteLedger`'s fault simulation for tests, ignored by other backends.
+    /// the SQLite ledger's fault simulation for tests, ignored by other backends.
     public func open(connections: Int = 2, sqlitePageLimit: Int? = nil) throws(LedgerError) -> (any Ledger)? {
         switch self {
         case .none: return nil
-        case .memory: return MemoryLedger()
-        case .sqlite(let path): return try SQLiteLedger(path: path, pageLimit: sqlitePageLimit)
-        case .postgresql(let configuration): return try PostgreSQLLedger(configuration, connections: connections)
+        case .memory: return try SQLLedger(sqlite: ":memory:")
+        case .sqlite(let path): return try SQLLedger(sqlite: path, pageLimit: sqlitePageLimit)
+        case .postgresql(let configuration): return try SQLLedger(postgresql: configuration, connections: connections)
         }
     }
 
     /// Opens the admin store (catalog versions, audit log, admin tokens, console sessions) beside the ledger: `nil`
-    /// for `.none` (the admin listener needs a storage); a `MemoryAdminStore` for `.memory`; for a SQLite file or a
+    /// for `.none` (the admin listener needs a storage); a private in-memory one for `.memory`; for a SQLite file or a
     /// PostgreSQL database a store with a connection (a pool of two) of its own, whose schema is brought up to
     /// date by the same migrations as the ledger's, so it may be opened before or after the ledger.
     ///
@@ -57,9 +57,9 @@ public enum StorageLocation: Sendable, Equatable, CustomStringConvertible {
     public func openAdmin() throws(LedgerError) -> (any AdminStore)? {
         switch self {
         case .none: return nil
-        case .memory: return MemoryAdminStore()
-        case .sqlite(let path): return try SQLiteAdminStore(path: path)
-        case .postgresql(let configuration): return try PostgreSQLAdminStore(configuration)
+        case .memory: return try SQLAdminStore(sqlite: ":memory:")
+        case .sqlite(let path): return try SQLAdminStore(sqlite: path)
+        case .postgresql(let configuration): return try SQLAdminStore(postgresql: configuration)
         }
     }
 

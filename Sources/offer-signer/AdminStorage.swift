@@ -21,7 +21,7 @@ enum AdminStorage {
                         + "its admin tokens and audit log; use \"sqlite:PATH\" or \"postgresql://...\" for the "
                         + "command line (or the admin API)")
             }
-            return MemoryAdminStore()
+            return SQLAdminStore.inMemory()
         case .sqlite, .postgresql:
             do {
                 guard let store = try storage.openAdmin() else {

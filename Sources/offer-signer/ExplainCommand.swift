@@ -177,7 +177,7 @@ enum ExplainCommand {
         case .sqlite(let path):
             var info = stat()
             guard stat(path, &info) == 0 else {
-                return (MemoryLedger(), "\(storage) does not exist yet: no signature recorded, every count is 0")
+                return (SQLLedger.inMemory(), "\(storage) does not exist yet: no signature recorded, every count is 0")
             }
             do {
                 return (try storage.open(), "\(storage) (counts read)")

@@ -82,7 +82,7 @@ struct AppleBackfillTests {
 
         let ledgerPath = setup.directory.appendingPathComponent("ledger/offer-signer.sqlite").path
         do {
-            let ledger = try SQLiteLedger(path: ledgerPath)
+            let ledger = try SQLLedger(sqlite: ledgerPath)
             #expect(try ledger.notification(uuid: Self.subscribed)?.notificationType == "SUBSCRIBED")
             #expect(try ledger.notification(uuid: Self.autoRenewOff)?.subtype == "AUTO_RENEW_DISABLED")
             #expect(try ledger.notification(uuid: Self.sandboxTest)?.namespace == .sandbox)

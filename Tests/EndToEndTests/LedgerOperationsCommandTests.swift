@@ -170,7 +170,7 @@ extension LedgerCommandTests {
     /// A signature record of `customer` issued `daysAgo` days ago, written straight into the deployment's ledger.
     @discardableResult
     static func recordOld(_ customer: String, daysAgo: Int64, in deployment: TestDeployment) throws -> Int64 {
-        let ledger = try SQLiteLedger(path: deployment.directory + "/ledger/offer-signer.sqlite")
+        let ledger = try SQLLedger(sqlite: deployment.directory + "/ledger/offer-signer.sqlite")
         let signature = IssuedSignature(
             bundleId: Deployment.bundleId, offerId: "once_only", productId: Deployment.product, customerKey: customer,
             nonce: UUID().uuidString.lowercased(), keyId: deployment.keyId, format: "jws",

@@ -52,7 +52,7 @@ struct CatalogRuntimeTests {
 
     @Test("a version published before offer IDs were limited to path characters is still served, with a warning")
     func storedLegacyIds() throws {
-        let store = MemoryAdminStore()
+        let store = SQLAdminStore.inMemory()
         let deployment = try Self.deployment()
         defer { deployment.remove() }
         let configuration = try Configuration.read(path: deployment.configurationPath)
@@ -73,7 +73,7 @@ struct CatalogRuntimeTests {
         let deployment = try Self.deployment()
         defer { deployment.remove() }
         let configuration = try Configuration.read(path: deployment.configurationPath)
-        let store = MemoryAdminStore()
+        let store = SQLAdminStore.inMemory()
         let imported = try CatalogRuntime.importFileOffers(
             configuration, editor: Self.editor(store), at: 1000, log: Logger(level: .error))
         #expect(imported == [Self.bundleId])
@@ -105,7 +105,7 @@ struct CatalogRuntimeTests {
 
     @Test("a file catalog ignores the storage's versions; a storage catalog serves the newest, or the one asked")
     func loads() throws {
-        let store = MemoryAdminStore()
+        let store = SQLAdminStore.inMemory()
         let storageDeployment = try Self.deployment()
         let fileDeployment = try Self.deployment(catalog: "file")
         defer {
@@ -139,7 +139,7 @@ struct CatalogRuntimeTests {
         let deployment = try Self.deployment()
         defer { deployment.remove() }
         let configuration = try Configuration.read(path: deployment.configurationPath)
-        let store = MemoryAdminStore()
+        let store = SQLAdminStore.inMemory()
         _ = try CatalogRuntime.importFileOffers(
             configuration, editor: Self.editor(store), at: 1, log: Logger(level: .error))
         let client = try deployment.client()
@@ -172,7 +172,7 @@ struct CatalogRuntimeTests {
         let deployment = try Self.deployment()
         defer { deployment.remove() }
         let configuration = try Configuration.read(path: deployment.configurationPath)
-        let store = MemoryAdminStore()
+        let store = SQLAdminStore.inMemory()
         _ = try CatalogRuntime.importFileOffers(
             configuration, editor: Self.editor(store), at: 1, log: Logger(level: .error))
         let client = try deployment.client()

@@ -36,8 +36,8 @@ struct LedgerPurgerTests {
     }
 
     /// A memory ledger with two signatures older than 30 days and one newer.
-    static func ledger() throws -> MemoryLedger {
-        let ledger = MemoryLedger()
+    static func ledger() throws -> SQLLedger {
+        let ledger = SQLLedger.inMemory()
         for (nonce, issuedAt) in [("old-1", now - 40 * day), ("old-2", now - 31 * day), ("new", now - day)] {
             let signature = IssuedSignature(
                 bundleId: "b", offerId: "o", productId: "p", customerKey: "customer-\(nonce)", nonce: nonce,

@@ -34,13 +34,13 @@ struct AdminStoreTests {
     func makeTwo(_ kind: Kind, quiet: Bool = false) throws -> (any AdminStore, any AdminStore) {
         switch kind {
         case .memory:
-            let store = MemoryAdminStore()
+            let store = SQLAdminStore.inMemory()
             return (store, store)
         case .sqlite:
-            return (try SQLiteAdminStore(path: sqlitePath), try SQLiteAdminStore(path: sqlitePath))
+            return (try SQLAdminStore(sqlite: sqlitePath), try SQLAdminStore(sqlite: sqlitePath))
         case .postgresql:
             let configuration = try quiet ? quietDatabase().configuration() : schemas.make().configuration()
-            return (try PostgreSQLAdminStore(configuration), try PostgreSQLAdminStore(configuration))
+            return (try SQLAdminStore(postgresql: configuration), try SQLAdminStore(postgresql: configuration))
         }
     }
 
@@ -433,8 +433,8 @@ struct AdminStoreTests {
     @Test("PostgreSQL: another replica's publish wakes the waiter within a second, also after its connection broke")
     func notifies() throws {
         let database = try quietDatabase()
-        let listening = try PostgreSQLAdminStore(try database.configuration())
-        let publishing = try PostgreSQLAdminStore(try database.configuration())
+        let listening = try SQLAdminStore(postgresql: try database.configuration())
+        let publishing = try SQLAdminStore(postgresql: try database.configuration())
         _ = listening.waitForCatalogChange(milliseconds: 50)
         let first = try Self.eventually { listening.listenerBackendPID }
         func wakesOnPublish(after latest: Int64) throws {
@@ -561,7 +561,7 @@ struct AdminStoreTests {
     /// Changes stored rows behind the store's back, with SQL that works in both SQLite and PostgreSQL.
     func tamper(_ kind: Kind, _ schema: PostgreSQLTestSchema?, _ sql: String) throws {
         switch kind {
-        case .sqlite: try Connection(path: sqlitePath).execute(sql)
+        case .sqlite: try SQLiteConnection(path: sqlitePath).execute(sql)
         case .postgresql: try #require(schema).superuser().run(sql)
         case .memory: Issue.record("the memory store has no rows to tamper with")
         }
@@ -573,7 +573,7 @@ struct AdminStoreTests {
         let store: any AdminStore
         if kind == .postgresql {
             schema = try schemas.make()
-            store = try PostgreSQLAdminStore(try schema!.configuration())
+            store = try SQLAdminStore(postgresql: try schema!.configuration())
         } else {
             store = try make(kind)
         }
@@ -649,7 +649,7 @@ struct AdminStoreTests {
 
     @Test("SQLite: everything is still there when the file is opened again")
     func reopen() throws {
-        let store: any AdminStore = try SQLiteAdminStore(path: sqlitePath)
+        let store: any AdminStore = try SQLAdminStore(sqlite: sqlitePath)
         _ = try store.saveDraft(
             bundleId: Self.app, document: Self.binary, basedOn: 1, expectedRevision: 0, audit: Self.record("draft.save")
         )
@@ -663,7 +663,7 @@ struct AdminStoreTests {
         let versions = try store.catalogVersions(bundleId: Self.app)
         let entries = try store.allAuditEntries()
 
-        let reopened = try SQLiteAdminStore(path: sqlitePath)
+        let reopened = try SQLAdminStore(sqlite: sqlitePath)
         #expect(try reopened.draft(bundleId: Self.app) == draft)
         #expect(try reopened.catalogVersions(bundleId: Self.app) == versions)
         #expect(try reopened.catalogVersion(bundleId: Self.app, version: 1)?.document == Self.binary)
@@ -679,21 +679,21 @@ struct AdminStoreTests {
     }
 
     static func schemaVersion(_ path: String) throws -> [String] {
-        try Connection(path: path).texts("SELECT version FROM schema_version", [])
+        try SQLiteConnection(path: path).texts("SELECT version FROM schema_version", [])
     }
 
     @Test(
         "SQLite: the ledger and the admin store open the file in either order, at schema version 9",
         arguments: [true, false])
     func sharedFile(adminFirst: Bool) throws {
-        let admin: SQLiteAdminStore
-        let ledger: SQLiteLedger
+        let admin: SQLAdminStore
+        let ledger: SQLLedger
         if adminFirst {
-            admin = try SQLiteAdminStore(path: sqlitePath)
-            ledger = try SQLiteLedger(path: sqlitePath)
+            admin = try SQLAdminStore(sqlite: sqlitePath)
+            ledger = try SQLLedger(sqlite: sqlitePath)
         } else {
-            ledger = try SQLiteLedger(path: sqlitePath)
-            admin = try SQLiteAdminStore(path: sqlitePath)
+            ledger = try SQLLedger(sqlite: sqlitePath)
+            admin = try SQLAdminStore(sqlite: sqlitePath)
         }
         #expect(LedgerSchema.currentVersion == 9)
         #expect(try Self.schemaVersion(sqlitePath) == ["9"])
@@ -705,7 +705,7 @@ struct AdminStoreTests {
 
     @Test("SQLite: a ledger at version 8 gains the admin tables, its records kept")
     func upgradesLedger() throws {
-        let connection = try Connection(path: sqlitePath)
+        let connection = try SQLiteConnection(path: sqlitePath)
         try connection.execute("CREATE TABLE schema_version (version INTEGER NOT NULL)")
         try connection.execute("INSERT INTO schema_version (version) VALUES (0)")
         for migration in LedgerSchema.migrations where migration.version <= 8 {
@@ -717,10 +717,10 @@ struct AdminStoreTests {
             INSERT INTO issued_signatures (bundle_id, offer_id, customer_key, nonce, key_id, format, issued_at_ms)
             VALUES ('com.example', 'o1', 'a', 'n1', 'K', 'jws', 1800000000000)
             """)
-        let admin = try SQLiteAdminStore(path: sqlitePath)
+        let admin = try SQLAdminStore(sqlite: sqlitePath)
         #expect(try Self.schemaVersion(sqlitePath) == ["9"])
         try Self.publish(admin, after: 0)
-        #expect(try SQLiteLedger(path: sqlitePath).signature(nonce: "n1")?.customerKey == "a")
+        #expect(try SQLLedger(sqlite: sqlitePath).signature(nonce: "n1")?.customerKey == "a")
     }
 
     // MARK: PostgreSQL database
@@ -732,14 +732,14 @@ struct AdminStoreTests {
         arguments: [true, false])
     func sharedDatabase(adminFirst: Bool) throws {
         let schema = try schemas.make()
-        let admin: PostgreSQLAdminStore
-        let ledger: PostgreSQLLedger
+        let admin: SQLAdminStore
+        let ledger: SQLLedger
         if adminFirst {
-            admin = try PostgreSQLAdminStore(schema.configuration())
-            ledger = try PostgreSQLLedger(schema.configuration(), connections: 2)
+            admin = try SQLAdminStore(postgresql: schema.configuration())
+            ledger = try SQLLedger(postgresql: schema.configuration(), connections: 2)
         } else {
-            ledger = try PostgreSQLLedger(schema.configuration(), connections: 2)
-            admin = try PostgreSQLAdminStore(schema.configuration())
+            ledger = try SQLLedger(postgresql: schema.configuration(), connections: 2)
+            admin = try SQLAdminStore(postgresql: schema.configuration())
         }
         #expect(try schema.superuser().rows(Self.versions) == [["1"], ["2"], ["3"], ["4"], ["5"]])
         try LedgerTests.add(LedgerTests.signature("a"), to: ledger)
@@ -754,21 +754,21 @@ struct AdminStoreTests {
     func opens() throws {
         #expect(try StorageLocation.none.openAdmin() == nil)
         let memory = try #require(try StorageLocation.memory.openAdmin())
-        #expect(memory is MemoryAdminStore)
+        #expect(memory is SQLAdminStore)
         // Each call opens a separate memory store: the service opens it once.
         try Self.publish(memory, after: 0)
         #expect(try StorageLocation.memory.openAdmin()?.latestVersions() == [:])
 
         let sqlite = try #require(try StorageLocation.sqlite(sqlitePath).openAdmin())
-        #expect(sqlite is SQLiteAdminStore)
+        #expect(sqlite is SQLAdminStore)
         try Self.publish(sqlite, after: 0)
-        #expect(try SQLiteAdminStore(path: sqlitePath).latestVersions() == [Self.app: 1])
+        #expect(try SQLAdminStore(sqlite: sqlitePath).latestVersions() == [Self.app: 1])
 
         let schema = try schemas.make()
         let postgresql = try #require(try StorageLocation.postgresql(schema.configuration()).openAdmin())
-        #expect(postgresql is PostgreSQLAdminStore)
+        #expect(postgresql is SQLAdminStore)
         try Self.publish(postgresql, after: 0)
-        #expect(try PostgreSQLAdminStore(schema.configuration()).latestVersions() == [Self.app: 1])
+        #expect(try SQLAdminStore(postgresql: schema.configuration()).latestVersions() == [Self.app: 1])
     }
 }
 

@@ -332,7 +332,7 @@ extension LedgerTests {
     @Test("the purge deletes more than one batch, each counted once", arguments: Kind.allCases)
     func purgeBatches(kind: Kind) throws {
         let ledger = try make(kind)
-        let count = SQLiteLedger.purgeBatch + 7
+        let count = SQLLedger.purgeBatch + 7
         try Self.addMany(count, at: Self.now - 40 * Self.day, to: ledger)
         try Self.add(Self.signature("kept"), to: ledger)
         #expect(try ledger.purge(before: Self.now - 30 * Self.day, now: Self.now) == count)
@@ -375,13 +375,13 @@ extension SQLiteLedgerFileTests {
     @Test("the purge finds its rows by index, never by a scan of every signature")
     func purgeIndexed() throws {
         let path = scratch.file("ledger.sqlite")
-        _ = try SQLiteLedger(path: path)
+        _ = try SQLLedger(sqlite: path)
         for (query, index) in [
-            (SQLiteLedger.OpsQuery.keepDailyTotals, "issued_by_time"),
-            (SQLiteLedger.OpsQuery.purgeSignatures, "issued_by_time"),
-            (SQLiteLedger.OpsQuery.clearAnswers, "issued_answers"),
+
+            (SQLLedger.OpsQuery.purgeSignatures.sql, "issued_by_time"),
+            (SQLLedger.OpsQuery.clearAnswers.sql, "issued_answers"),
         ] {
-            let plan = try Connection(path: path).texts(
+            let plan = try SQLiteConnection(path: path).texts(
                 "EXPLAIN QUERY PLAN " + query, [.integer(0), .integer(1)], column: 3)
             #expect(
                 plan.contains { $0.contains("USING COVERING INDEX \(index) ") || $0.contains("USING INDEX \(index) ") })
@@ -394,7 +394,7 @@ extension PostgreSQLLedgerTests {
     @Test("two replicas purging at once delete each signature once and count it once in the daily totals")
     func purgeAcrossReplicas() throws {
         let ledgers = try replicas()
-        let count = PostgreSQLLedger.purgeBatch * 2 + 3
+        let count = SQLLedger.purgeBatch * 2 + 3
         try LedgerTests.addMany(count, at: LedgerTests.now - 40 * LedgerTests.day, to: ledgers[0])
         let purged = Mutex(0)
         onThreads(4) { index in

@@ -21,9 +21,9 @@ struct LookedUpStateLedgerTests {
 
     func make(_ kind: Kind) throws -> any Ledger {
         switch kind {
-        case .memory: return MemoryLedger()
-        case .sqlite: return try SQLiteLedger(path: scratch.file("ledger.sqlite"))
-        case .postgresql: return try PostgreSQLLedger(try schemas.make().configuration(), connections: 4)
+        case .memory: return SQLLedger.inMemory()
+        case .sqlite: return try SQLLedger(sqlite: scratch.file("ledger.sqlite"))
+        case .postgresql: return try SQLLedger(postgresql: try schemas.make().configuration(), connections: 4)
         }
     }
 

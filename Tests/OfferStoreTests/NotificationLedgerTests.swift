@@ -20,9 +20,9 @@ struct NotificationLedgerTests {
 
     func make(_ kind: Kind) throws -> any Ledger {
         switch kind {
-        case .memory: return MemoryLedger()
-        case .sqlite: return try SQLiteLedger(path: scratch.file("ledger.sqlite"))
-        case .postgresql: return try PostgreSQLLedger(try schemas.make().configuration(), connections: 4)
+        case .memory: return SQLLedger.inMemory()
+        case .sqlite: return try SQLLedger(sqlite: scratch.file("ledger.sqlite"))
+        case .postgresql: return try SQLLedger(postgresql: try schemas.make().configuration(), connections: 4)
         }
     }
 
@@ -280,8 +280,8 @@ struct PostgreSQLNotificationTests {
     @Test("replicas recording the same notification at once, while apps send its transaction: exactly one effect")
     func sameNotificationTogether() throws {
         let replicas = [
-            try PostgreSQLLedger(schema.configuration(), connections: 4),
-            try PostgreSQLLedger(schema.configuration(), connections: 4),
+            try SQLLedger(postgresql: schema.configuration(), connections: 4),
+            try SQLLedger(postgresql: schema.configuration(), connections: 4),
         ]
         let now = NotificationLedgerTests.now
         for round in 0..<5 {

@@ -172,8 +172,7 @@ struct PostgreSQLConnectionTests {
         let error = #expect(throws: LedgerError.self) { try connection.execute(Self.insertNote, ["a\u{0}b", "t"]) }
         #expect(
             error?.description
-                == "a parameter of PostgreSQL statement insert_note holds a NUL character, which PostgreSQL text "
-                + "cannot store")
+                == "a parameter of statement insert_note holds a NUL character, which the database cannot store")
     }
 
     @Test("the configured statement timeout is set on the connection")
@@ -254,7 +253,7 @@ struct PostgreSQLConnectionTests {
             (Self.commit, []),
         ])
         #expect(results.map(\.command) == ["BEGIN", "INSERT 0 1", "INSERT 0 1", "SELECT 2", "COMMIT"])
-        #expect(results[3].rows == [["one", "f"], [nil, "t"]])
+        #expect(results[3].texts == [["one", "f"], [nil, "t"]])
         #expect(!connection.isInTransaction)
         // Back out of pipeline mode: the connection takes ordinary statements again.
         #expect(try connection.scalar(Self.countNotes) == 2)

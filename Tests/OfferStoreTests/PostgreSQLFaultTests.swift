@@ -16,10 +16,11 @@ struct PostgreSQLFaultTests {
 
     init() throws { schema = try PostgreSQLTestSchema() }
 
-    func ledger(statementTimeoutMilliseconds: Int = 5000) throws -> PostgreSQLLedger {
-        try PostgreSQLLedger(
-            schema.configuration(
-                ["application_name": application], statementTimeoutMilliseconds: statementTimeoutMilliseconds),
+    func ledger(statementTimeoutMilliseconds: Int = 5000) throws -> SQLLedger {
+        try SQLLedger(
+            postgresql:
+                schema.configuration(
+                    ["application_name": application], statementTimeoutMilliseconds: statementTimeoutMilliseconds),
             connections: 3)
     }
 
@@ -32,7 +33,7 @@ struct PostgreSQLFaultTests {
 
     /// Records every signature at once (the writer groups them) and waits for every outcome.
     static func recordAtOnce(
-        _ signatures: [IssuedSignature], in ledger: PostgreSQLLedger
+        _ signatures: [IssuedSignature], in ledger: SQLLedger
     ) -> [Result<LedgerOutcome, LedgerError>] {
         let results = Mutex<[Result<LedgerOutcome, LedgerError>]>([])
         let done = DispatchGroup()

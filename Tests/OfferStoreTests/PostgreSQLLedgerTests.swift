@@ -14,16 +14,16 @@ struct PostgreSQLLedgerTests {
     init() throws { schema = try PostgreSQLTestSchema() }
 
     /// Two ledgers on one database, as two replicas of the service would have.
-    func replicas(_ parameters: KeyValuePairs<String, String> = [:]) throws -> [PostgreSQLLedger] {
+    func replicas(_ parameters: KeyValuePairs<String, String> = [:]) throws -> [SQLLedger] {
         [
-            try PostgreSQLLedger(schema.configuration(parameters), connections: 3),
-            try PostgreSQLLedger(schema.configuration(parameters), connections: 3),
+            try SQLLedger(postgresql: schema.configuration(parameters), connections: 3),
+            try SQLLedger(postgresql: schema.configuration(parameters), connections: 3),
         ]
     }
 
     /// Sends every signature at once, alternating between `ledgers`, and waits for every outcome.
     static func recordAcross(
-        _ ledgers: [PostgreSQLLedger], _ signatures: [IssuedSignature], limits: OfferLimits?
+        _ ledgers: [SQLLedger], _ signatures: [IssuedSignature], limits: OfferLimits?
     ) -> [Result<LedgerOutcome, LedgerError>] {
         let outcomes = Mutex<[Result<LedgerOutcome, LedgerError>]>([])
         onThreads(signatures.count) { (index: Int) in
@@ -104,7 +104,7 @@ struct PostgreSQLLedgerTests {
 
     @Test("a record that loses the unique index's race for its key answers with the winner's answer")
     func uniqueIndexIsTheLastGuard() throws {
-        let ledger = try PostgreSQLLedger(schema.configuration(), connections: 2)
+        let ledger = try SQLLedger(postgresql: schema.configuration(), connections: 2)
         // Another writer (an older replica, a hand-made row) recorded the key without taking the ledger's lock.
         try schema.superuser().run(
             """
@@ -127,7 +127,7 @@ struct PostgreSQLLedgerTests {
     @Test("a group whose connection is lost mid-transaction fails every record in it; the next group succeeds")
     func lostConnection() throws {
         let name = "ledger_" + PostgreSQLTestSchema.randomWord()
-        let ledger = try PostgreSQLLedger(schema.configuration(["application_name": name]), connections: 2)
+        let ledger = try SQLLedger(postgresql: schema.configuration(["application_name": name]), connections: 2)
         let admin = try schema.superuser()
         let writers = PostgreSQLStatement(
             "test_writers",
@@ -155,24 +155,25 @@ struct PostgreSQLLedgerTests {
         var keyed = LedgerTests.signature("a", offer: "o2")
         keyed.idempotency = .init(key: "k", requestHash: "h", answer: [], validFrom: 0)
         let signatures = [LedgerTests.signature("a"), LedgerTests.signature("b"), LedgerTests.signature("a"), keyed]
-        let locks = PostgreSQLLedger.locks(signatures, limited: [true, false, true, false])
-        let offer = PostgreSQLLedger.LockClass.offer.rawValue
-        let customer = PostgreSQLLedger.LockClass.customer.rawValue
-        let idempotency = PostgreSQLLedger.LockClass.idempotencyKey.rawValue
-        let pairs = [
-            [offer, PostgreSQLLedger.lockKey("com.example", "o1")],
-            [offer, PostgreSQLLedger.lockKey("com.example", "o2")],
-            [customer, PostgreSQLLedger.lockKey("com.example", "a")],
-            [idempotency, PostgreSQLLedger.lockKey("com.example", "k")],
-        ].sorted { $0.lexicographicallyPrecedes($1) }
-        #expect(
-            locks
-                == PostgreSQLLedger.Locks(
-                    classes: "{\(pairs.map { String($0[0]) }.joined(separator: ","))}",
-                    keys: "{\(pairs.map { String($0[1]) }.joined(separator: ","))}"))
+        let admitAll: @Sendable (OfferUsage) -> Bool = { _ in true }
+        let limited = [true, false, true, false]
+        var group: [GroupCommit.Pending] = []
+        for (signature, limited) in zip(signatures, limited) {
+            group.append(
+                GroupCommit.Pending(signature: signature, admit: limited ? admitAll : nil, completion: { _ in }))
+        }
+        let locks = SQLLock.ordered(SQLLedger.locks(group))
+        let offer = SQLLedger.LockClass.offer
+        let customer = SQLLedger.LockClass.customer
+        let idempotency = SQLLedger.LockClass.idempotencyKey
+        let expected = [
+            SQLLock(offer, "com.example", "o1"), SQLLock(offer, "com.example", "o2"),
+            SQLLock(customer, "com.example", "a"), SQLLock(idempotency, "com.example", "k"),
+        ].sorted()
+        #expect(locks == expected)
         // FNV-1a of "com.example\0o1": fixed forever, replicas of every release must agree.
-        #expect(PostgreSQLLedger.lockKey("com.example", "o1") == Self.fnv1a(Array("com.example\u{0}o1".utf8)))
-        #expect(PostgreSQLLedger.lockKey("ab", "c") != PostgreSQLLedger.lockKey("a", "bc"))
+        #expect(SQLLock(offer, "com.example", "o1").key == Self.fnv1a(Array("com.example\u{0}o1".utf8)))
+        #expect(SQLLock(offer, "ab", "c") != SQLLock(offer, "a", "bc"))
     }
 
     /// An independent FNV-1a (32 bits), over 64-bit arithmetic.
@@ -196,6 +197,6 @@ struct PostgreSQLLedgerTests {
         _ = try replicas()
         let versions = PostgreSQLStatement("versions", "SELECT version::text FROM schema_version ORDER BY version")
         #expect(try schema.superuser().rows(versions) == [["1"], ["2"], ["3"], ["4"], ["5"]])
-        #expect(PostgreSQLLedger.migrations.map(\.version) == [1, 2, 3, 4, 5])
+        #expect(PostgreSQLSchema.migrations.map(\.version) == [1, 2, 3, 4, 5])
     }
 }

@@ -19,7 +19,7 @@ struct SQLiteFaultTests {
     }
 
     /// Records signatures one at a time until one fails; returns the nonces recorded before and the failure.
-    static func fill(_ ledger: SQLiteLedger, limit: Int = 5000) throws -> (recorded: [String], failure: LedgerError) {
+    static func fill(_ ledger: SQLLedger, limit: Int = 5000) throws -> (recorded: [String], failure: LedgerError) {
         var recorded: [String] = []
         for index in 0..<limit {
             let signature = LedgerTests.signature("customer-\(index % 7)", nonce: "nonce-\(index)")
@@ -38,7 +38,7 @@ struct SQLiteFaultTests {
     /// Gives the file free pages, as freeing disk space would: another connection writes a table of `bytes` and
     /// drops it (its pages stay in the file, free).
     func freePages(bytes: Int) throws {
-        let other = try Connection(path: path)
+        let other = try SQLiteConnection(path: path)
         other.setBusyTimeout(milliseconds: 5000)
         try other.execute("CREATE TABLE ballast (b BLOB)")
         try other.execute("INSERT INTO ballast VALUES (zeroblob(\(bytes)))")
@@ -47,12 +47,12 @@ struct SQLiteFaultTests {
 
     @Test("a full disk fails the write with kind full and makes the ledger unready; freed space clears both")
     func fullDisk() throws {
-        let ledger = try SQLiteLedger(path: path, pageLimit: 1)
+        let ledger = try SQLLedger(sqlite: path, pageLimit: 1)
         #expect(ledger.isHealthy())
         let (recorded, failure) = try Self.fill(ledger)
         #expect(recorded.count > 0)
         #expect(failure.kind == .full)
-        #expect(failure.description == "ledger statement failed: database or disk is full")
+        #expect(failure.description == "ledger statement ledger_insert_signature failed: database or disk is full")
         // Everything reported recorded is there; reads go on.
         for nonce in recorded { #expect(try ledger.signature(nonce: nonce) != nil) }
         #expect(try ledger.usage(LedgerTests.key("customer-0")).customerSignatures > 0)
@@ -75,10 +75,10 @@ struct SQLiteFaultTests {
 
     @Test("a file another process keeps locked fails writes with kind timeout; reads go on; the lock's end clears it")
     func locked() throws {
-        let ledger = try SQLiteLedger(path: path)
+        let ledger = try SQLLedger(sqlite: path)
         let first = LedgerTests.signature("a")
         #expect(try LedgerTests.add(first, to: ledger).recorded)
-        let holder = try Connection(path: path)
+        let holder = try SQLiteConnection(path: path)
         try holder.execute("BEGIN EXCLUSIVE")
         defer { try? holder.execute("ROLLBACK") }
 
@@ -88,7 +88,7 @@ struct SQLiteFaultTests {
         #expect(error?.kind == .timeout)
         #expect(error?.description == "ledger statement failed: database is locked")
         // It waited for the lock (the busy timeout) before it gave up.
-        #expect(Date().timeIntervalSince(started) >= Double(SQLiteLedger.busyTimeoutMilliseconds) / 1000 - 0.2)
+        #expect(Date().timeIntervalSince(started) >= Double(SQLiteDatabase.busyTimeoutMilliseconds) / 1000 - 0.2)
         #expect(try ledger.signature(nonce: first.nonce) != nil)
         #expect(try ledger.signature(nonce: blocked.nonce) == nil)
         #expect(try ledger.usage(LedgerTests.key("a")).customerSignatures == 1)
@@ -120,9 +120,9 @@ struct SQLiteFaultTests {
     /// A ledger with a few records, closed (so every page is in the file itself, none in the write-ahead log,
     /// whose pages would hide damage to the file's), then damaged; returns SQLite's words for the damage.
     func damage(_ damage: Damage) throws -> String {
-        weak var closed: SQLiteLedger?
+        weak var closed: SQLLedger?
         do {
-            let ledger = try SQLiteLedger(path: path)
+            let ledger = try SQLLedger(sqlite: path)
             for index in 0..<5 { try LedgerTests.add(LedgerTests.signature("c\(index)"), to: ledger) }
             closed = ledger
         }
@@ -153,7 +153,7 @@ struct SQLiteFaultTests {
     }
 
     func rootPage(of table: String) throws -> Int64 {
-        let connection = try Connection(path: path)
+        let connection = try SQLiteConnection(path: path)
         connection.setBusyTimeout(milliseconds: 5000)
         return try connection.scalar("SELECT rootpage FROM sqlite_master WHERE name = ?1", [.text(table)])
     }
@@ -163,7 +163,7 @@ struct SQLiteFaultTests {
         arguments: Damage.allCases)
     func damaged(damage: Damage) throws {
         let reason = try self.damage(damage)
-        let error = #expect(throws: LedgerError.self) { try SQLiteLedger(path: path) }
+        let error = #expect(throws: LedgerError.self) { try SQLLedger(sqlite: path) }
         #expect(error?.kind == .corrupt)
         #expect(
             error?.description
@@ -183,12 +183,12 @@ struct SQLiteFaultTests {
             (SQLITE_CONSTRAINT, .other), (SQLITE_ERROR, .other), (SQLITE_MISUSE, .other),
         ])
     func kinds(code: Int32, kind: LedgerError.Kind) {
-        #expect(Connection.kind(code) == kind)
+        #expect(SQLiteConnection.kind(code) == kind)
     }
 
     @Test("a nonce recorded twice fails with kind uniqueViolation, which leaves the ledger ready")
     func duplicateNonce() throws {
-        let ledger = try SQLiteLedger(path: path)
+        let ledger = try SQLLedger(sqlite: path)
         try LedgerTests.add(LedgerTests.signature("a", nonce: "same"), to: ledger)
         let error = #expect(throws: LedgerError.self) {
             try LedgerTests.add(LedgerTests.signature("b", nonce: "same"), to: ledger)
@@ -199,7 +199,7 @@ struct SQLiteFaultTests {
 
     @Test("the page limit is a test's fault simulation only: without it the file grows as it needs")
     func noLimitByDefault() throws {
-        let ledger = try SQLiteLedger(path: path)
+        let ledger = try SQLLedger(sqlite: path)
         for index in 0..<300 { try LedgerTests.add(LedgerTests.signature("c\(index % 9)"), to: ledger) }
         try ledger.checkReadiness()
         #expect(ledger.backendName == "sqlite")

@@ -5,7 +5,7 @@ import OfferCore
 /// sessions. Every change to the catalog or the tokens appends its audit entry in the same transaction, so a change
 /// is never stored without its entry, nor an entry without its change.
 ///
-/// One protocol with three backends (`MemoryAdminStore`, `SQLiteAdminStore`, `PostgreSQLAdminStore`), tested by one
+/// One protocol, one implementation over SQLite and PostgreSQL (`SQLAdminStore`), tested by one
 /// suite. Errors are `LedgerError`s (the store failed) or `AdminStoreError`s (a stale revision, an unknown token).
 public protocol AdminStore: Sendable {
     // MARK: Catalog

@@ -2,7 +2,7 @@ import Dispatch
 import OfferCore
 import Synchronization
 
-/// The waiting side of `PostgreSQLAdminStore.waitForCatalogChange`: one dedicated connection that `LISTEN`s on
+/// The waiting side of `SQLAdminStore.waitForCatalogChange` on PostgreSQL: one dedicated connection that `LISTEN`s on
 /// `channel`, where each publish `NOTIFY`s inside its transaction (so a notification means a committed version).
 ///
 /// No waiter ever blocks longer than it asked: the connection is opened (on first use, and again after it broke)

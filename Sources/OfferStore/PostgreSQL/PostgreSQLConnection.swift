@@ -1,4 +1,5 @@
 import CPostgreSQL
+import OfferAPI
 import OfferCore
 
 #if canImport(Glibc)
@@ -106,26 +107,56 @@ final class PostgreSQLConnection: @unchecked Sendable {
         _ = try command(sql)
     }
 
-    /// Runs `statement` with `parameters` (`nil` binds NULL) and returns how many rows it inserted, updated or
-    /// deleted (0 for other statements).
+    /// Runs `statement` with `parameters` (`nil` binds NULL, each one's type left to the server) and returns how
+    /// many rows it inserted, updated or deleted (0 for other statements).
     @discardableResult
     func execute(_ statement: PostgreSQLStatement, _ parameters: [String?] = []) throws(LedgerError) -> Int64 {
-        try executePrepared(statement, parameters) { result in Int64(String(cString: PQcmdTuples(result))) ?? 0 }
+        try executePrepared(statement, try Self.parameters(parameters, statement)) { Self.changes(of: $0) }
     }
 
     /// Every row `statement` returns, each column as text (`nil` for NULL).
     func rows(_ statement: PostgreSQLStatement, _ parameters: [String?] = []) throws(LedgerError) -> [[String?]] {
-        try executePrepared(statement, parameters, Self.rows(of:))
+        try executePrepared(statement, try Self.parameters(parameters, statement), Self.texts(of:))
+    }
+
+    /// Runs `statement` with typed values (their types declared when it is prepared; a blob goes as bytes) and
+    /// returns its rows and how many rows it changed.
+    func run(_ statement: SQLStatement, _ values: [SQLValue]) throws(LedgerError) -> Result {
+        try executePrepared(statement, try Self.parameters(values, statement), Self.result(of:))
     }
 
     /// A result's rows, each column as text (`nil` for NULL).
-    private static func rows(of result: OpaquePointer) -> [[String?]] {
+    private static func texts(of result: OpaquePointer) -> [[String?]] {
         let columns = PQnfields(result)
         return (0..<PQntuples(result)).map { row in
             (0..<columns).map { column in
                 PQgetisnull(result, row, column) != 0 ? nil : String(cString: PQgetvalue(result, row, column))
             }
         }
+    }
+
+    /// A result's rows by column name; a `bytea` column as its bytes.
+    private static func rows(of result: OpaquePointer) -> [SQLRow] {
+        let count = PQnfields(result)
+        let columns = SQLColumns((0..<count).map { String(cString: PQfname(result, $0)) })
+        let binary = (0..<count).map { PQftype(result, $0) == byteaType }
+        return (0..<PQntuples(result)).map { row in
+            SQLRow(
+                columns: columns,
+                cells: (0..<count).map { column -> SQLCell in
+                    guard PQgetisnull(result, row, column) == 0 else { return .null }
+                    let text = String(cString: PQgetvalue(result, row, column))
+                    guard binary[Int(column)] else { return .text(text) }
+                    // `bytea` as text: `\x` and two hex digits a byte.
+                    return .blob(Hex.decode(String(text.dropFirst(2))) ?? [])
+                })
+        }
+    }
+
+    private static func changes(of result: OpaquePointer) -> Int64 { Int64(String(cString: PQcmdTuples(result))) ?? 0 }
+
+    private static func result(of result: OpaquePointer) -> Result {
+        Result(rows: rows(of: result), command: String(cString: PQcmdStatus(result)), changes: changes(of: result))
     }
 
     /// The first column of the first row `statement` returns, which must be a non-NULL integer.
@@ -143,11 +174,14 @@ final class PostgreSQLConnection: @unchecked Sendable {
         return value
     }
 
-    /// What one statement of a `pipeline` returned: its rows (each column as text, `nil` for NULL) and its command
-    /// tag (`COMMIT`, `INSERT 0 1`).
-    struct Result: Sendable, Equatable {
-        var rows: [[String?]]
+    /// What one statement returned: its rows, its command tag (`COMMIT`, `INSERT 0 1`) and the rows it changed.
+    struct Result: Sendable {
+        var rows: [SQLRow]
         var command: String
+        var changes: Int64
+
+        /// The rows, each column as text (`nil` for NULL).
+        var texts: [[String?]] { rows.map { $0.cells.map(SQLRow.text) } }
     }
 
     /// Runs `statements` in order, sent together and answered together (libpq's pipeline mode), so they cost one
@@ -156,14 +190,26 @@ final class PostgreSQLConnection: @unchecked Sendable {
     /// then left open in its failed state (`isInTransaction`) for the caller to roll back. A connection that breaks
     /// meanwhile fails with kind `unavailable`, and whether a COMMIT among the statements took effect is unknown.
     func pipeline(_ statements: [(PostgreSQLStatement, [String?])]) throws(LedgerError) -> [Result] {
+        var prepared: [(SQLStatement, [Parameter])] = []
         for (statement, parameters) in statements {
-            try prepareOnce(statement)
-            try checkParameters(statement, parameters)
+            prepared.append((statement, try Self.parameters(parameters, statement)))
         }
+        return try pipeline(prepared)
+    }
+
+    /// `pipeline` with typed values.
+    func pipeline(typed statements: [(SQLStatement, [SQLValue])]) throws(LedgerError) -> [Result] {
+        var prepared: [(SQLStatement, [Parameter])] = []
+        for (statement, values) in statements { prepared.append((statement, try Self.parameters(values, statement))) }
+        return try pipeline(prepared)
+    }
+
+    private func pipeline(_ statements: [(SQLStatement, [Parameter])]) throws(LedgerError) -> [Result] {
+        for (statement, parameters) in statements { try prepareOnce(statement, parameters) }
         guard PQenterPipelineMode(handle) == 1 else { throw abandonPipeline("entering PostgreSQL pipeline mode") }
         for (statement, parameters) in statements {
-            let sent = Self.withCStrings(parameters) { values in
-                PQsendQueryPrepared(handle, statement.name, Int32(parameters.count), values, nil, nil, 0)
+            let sent = Self.withParameters(parameters) { values, lengths, formats in
+                PQsendQueryPrepared(handle, statement.name, Int32(parameters.count), values, lengths, formats, 0)
             }
             guard sent == 1 else { throw abandonPipeline("sending PostgreSQL statement \(statement.name)") }
         }
@@ -179,10 +225,7 @@ final class PostgreSQLConnection: @unchecked Sendable {
                 PQclear(result)
             } else {
                 do {
-                    results.append(
-                        try consume(result, "PostgreSQL statement \(statement.name)") { result in
-                            Result(rows: Self.rows(of: result), command: String(cString: PQcmdStatus(result)))
-                        })
+                    results.append(try consume(result, "PostgreSQL statement \(statement.name)", Self.result(of:)))
                 } catch {
                     // Thrown once the pipeline is read to its end, so the connection can be used again.
                     failure = failure ?? error
@@ -300,22 +343,40 @@ final class PostgreSQLConnection: @unchecked Sendable {
     }
 
     private func executePrepared<Value>(
-        _ statement: PostgreSQLStatement, _ parameters: [String?], _ read: (OpaquePointer) -> Value
+        _ statement: SQLStatement, _ parameters: [Parameter], _ read: (OpaquePointer) -> Value
     ) throws(LedgerError) -> Value {
-        try prepareOnce(statement)
-        try checkParameters(statement, parameters)
-        let result = Self.withCStrings(parameters) { values in
-            PQexecPrepared(handle, statement.name, Int32(parameters.count), values, nil, nil, 0)
+        try prepareOnce(statement, parameters)
+        let result = Self.withParameters(parameters) { values, lengths, formats in
+            PQexecPrepared(handle, statement.name, Int32(parameters.count), values, lengths, formats, 0)
         }
         return try consume(result, "PostgreSQL statement \(statement.name)", read)
     }
 
-    /// Refuses a parameter PostgreSQL text cannot hold (a NUL character) before anything is sent.
-    func checkParameters(_ statement: PostgreSQLStatement, _ parameters: [String?]) throws(LedgerError) {
-        guard !parameters.contains(where: { $0?.utf8.contains(0) ?? false }) else {
-            throw LedgerError(
-                "a parameter of PostgreSQL statement \(statement.name) holds a NUL character, which PostgreSQL text "
-                    + "cannot store")
+    /// One parameter as libpq takes it: its type (0: the server infers it), its bytes (`nil`: NULL) and whether
+    /// they are binary (a `bytea`) or text.
+    struct Parameter {
+        var type: Oid
+        var bytes: [UInt8]?
+        var binary = false
+    }
+
+    static let byteaType: Oid = 17
+
+    /// Text parameters whose types the server infers; a NUL character is refused before anything is sent.
+    private static func parameters(_ values: [String?], _ statement: SQLStatement) throws(LedgerError) -> [Parameter] {
+        try SQLValue.check(values.map(SQLValue.text), for: statement)
+        return values.map { Parameter(type: 0, bytes: $0.map { Array($0.utf8) }) }
+    }
+
+    /// Typed parameters: `bigint`, `text`, `bytea` (sent as bytes).
+    private static func parameters(_ values: [SQLValue], _ statement: SQLStatement) throws(LedgerError) -> [Parameter] {
+        try SQLValue.check(values, for: statement)
+        return values.map { value in
+            switch value {
+            case .integer(let number): return Parameter(type: 20, bytes: number.map { Array(String($0).utf8) })
+            case .text(let text): return Parameter(type: 25, bytes: text.map { Array($0.utf8) })
+            case .blob(let bytes): return Parameter(type: byteaType, bytes: bytes, binary: true)
+            }
         }
     }
 
@@ -331,14 +392,17 @@ final class PostgreSQLConnection: @unchecked Sendable {
             kind: .unavailable)
     }
 
-    private func prepareOnce(_ statement: PostgreSQLStatement) throws(LedgerError) {
+    /// Prepares `statement` the first time this connection runs it, with the types of `parameters` (a statement's
+    /// parameters have the same types every time).
+    private func prepareOnce(_ statement: SQLStatement, _ parameters: [Parameter]) throws(LedgerError) {
         if let sql = prepared[statement.name] {
             guard sql == statement.sql else {
                 throw LedgerError("two different PostgreSQL statements are named \(statement.name)")
             }
             return
         }
-        let result = PQprepare(handle, statement.name, statement.sql, 0, nil)
+        let types = parameters.map(\.type)
+        let result = PQprepare(handle, statement.name, statement.sql, Int32(types.count), types)
         try consume(result, "preparing PostgreSQL statement \(statement.name)") { _ in }
         prepared[statement.name] = statement.sql
     }
@@ -367,25 +431,30 @@ final class PostgreSQLConnection: @unchecked Sendable {
         return "PostgreSQL " + (start.count > 60 ? start.prefix(60) + "..." : start)
     }
 
-    /// Calls `body` with the values as an array of C strings (`NULL` for `nil`), all in one buffer that lives for
-    /// the call.
-    private static func withCStrings<Value>(
-        _ values: [String?], _ body: (UnsafePointer<UnsafePointer<CChar>?>?) -> Value
+    /// Calls `body` with the parameters as libpq's three arrays (values, lengths, formats; a NULL value for
+    /// NULL), all in one buffer that lives for the call; text ends with a NUL character.
+    private static func withParameters<Value>(
+        _ parameters: [Parameter],
+        _ body: (UnsafePointer<UnsafePointer<CChar>?>?, UnsafePointer<Int32>?, UnsafePointer<Int32>?) -> Value
     ) -> Value {
         var buffer: [CChar] = []
         var offsets: [Int?] = []
-        for value in values {
-            guard let value else {
+        for parameter in parameters {
+            guard let bytes = parameter.bytes else {
                 offsets.append(nil)
                 continue
             }
             offsets.append(buffer.count)
-            buffer.append(contentsOf: value.utf8.map { CChar(bitPattern: $0) })
-            buffer.append(0)
+            buffer.append(contentsOf: bytes.map { CChar(bitPattern: $0) })
+            if !parameter.binary { buffer.append(0) }
         }
+        let lengths = parameters.map { Int32($0.bytes?.count ?? 0) }
+        let formats = parameters.map { $0.binary ? Int32(1) : 0 }
+        // A buffer never empty, so it has an address even when every value is empty.
+        buffer.append(0)
         return buffer.withUnsafeBufferPointer { characters in
             let pointers = offsets.map { offset in offset.map { UnsafePointer(characters.baseAddress! + $0) } }
-            return pointers.withUnsafeBufferPointer { body($0.baseAddress) }
+            return pointers.withUnsafeBufferPointer { values in body(values.baseAddress, lengths, formats) }
         }
     }
 

@@ -54,7 +54,7 @@ struct AdminFixture {
         do {
             let configuration = try Configuration.read(path: deployment.configurationPath)
             publicClient = try deployment.client(log: Logger(level: .info, writer: log.append))
-            let store = store ?? MemoryAdminStore()
+            let store = store ?? SQLAdminStore.inMemory()
             self.store = store
             admin = AdminService(
                 store: store, service: publicClient.service, settings: try #require(configuration.settings.admin),

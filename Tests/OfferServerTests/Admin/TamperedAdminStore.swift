@@ -5,7 +5,7 @@ import Synchronization
 /// A `MemoryAdminStore` whose stored audit entries someone can edit, delete and truncate behind the service's back,
 /// as one with access to the database could: `tamper` changes what the audit reads return from then on.
 final class TamperedAdminStore: AdminStore {
-    let inner = MemoryAdminStore()
+    let inner = SQLAdminStore.inMemory()
     private let change = Mutex<@Sendable ([AuditEntry]) -> [AuditEntry]>({ $0 })
 
     /// From now on the stored entries (oldest first) read as `edit` makes them.

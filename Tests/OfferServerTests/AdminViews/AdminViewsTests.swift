@@ -42,7 +42,7 @@ struct AdminViewsTests {
         let deployment = try Self.deployment()
         defer { deployment.remove() }
         let client = try deployment.client()
-        let store = MemoryAdminStore()
+        let store = SQLAdminStore.inMemory()
         let transaction = try deployment.transaction(
             bundleId: Self.bundleId, expiredDaysAgo: -5, environment: "Production")
         let signed = try client.post(
@@ -161,7 +161,7 @@ struct AdminViewsTests {
         let deployment = try Self.deployment()
         defer { deployment.remove() }
         let client = try deployment.client()
-        let store = MemoryAdminStore()
+        let store = SQLAdminStore.inMemory()
         let transaction = try deployment.transaction(
             bundleId: Self.bundleId, expiredDaysAgo: -5, environment: "Production")
         let body = JSONValue.object(["bundleId": .string(Self.bundleId), "signedData": .string(transaction)])

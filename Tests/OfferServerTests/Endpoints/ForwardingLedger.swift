@@ -1,10 +1,10 @@
 import OfferCore
 import OfferStore
 
-/// A `MemoryLedger` behind every `Ledger` call, for test ledgers that change one or two of them: subclass it and
+/// An in-memory `SQLLedger` behind every `Ledger` call, for test ledgers that change one or two of them: subclass it and
 /// override those (`LateLookupLedger`, `FaultyLedger`).
 class ForwardingLedger: Ledger, @unchecked Sendable {
-    let memory = MemoryLedger()
+    let memory = SQLLedger.inMemory()
 
     func usage(_ key: UsageKey) throws(LedgerError) -> OfferUsage { try memory.usage(key) }
     func record(
@@ -66,7 +66,7 @@ class ForwardingLedger: Ledger, @unchecked Sendable {
     ) throws(LedgerError) -> ServerKnownState? {
         try memory.state(bundleId: bundleId, namespace: namespace, originalTransactionId: originalTransactionId)
     }
-    func checkReadiness() throws(LedgerError) { memory.checkReadiness() }
+    func checkReadiness() throws(LedgerError) { try memory.checkReadiness() }
     var backendName: String { memory.backendName }
     var commitStatistics: CommitStatistics? { memory.commitStatistics }
 }

@@ -134,7 +134,7 @@ struct IdempotencyTests {
     }
 }
 
-/// A `MemoryLedger` whose `previousAnswer` finds nothing, as when a request's look-up runs before the writer
+/// An in-memory `SQLLedger` whose `previousAnswer` finds nothing, as when a request's look-up runs before the writer
 /// commits the first request under its key: only the writer's own check sees the repeat.
 private final class LateLookupLedger: ForwardingLedger, @unchecked Sendable {
     override func previousAnswer(

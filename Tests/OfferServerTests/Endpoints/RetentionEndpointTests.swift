@@ -63,7 +63,7 @@ struct RetentionEndpointTests {
         defer { deployment.remove() }
         let log = LogLines()
         let client = try deployment.client(
-            log: Logger(level: .info, writer: log.append), ledger: ledger ?? MemoryLedger(), lookup: lookup)
+            log: Logger(level: .info, writer: log.append), ledger: ledger ?? SQLLedger.inMemory(), lookup: lookup)
         try body(Service(deployment: deployment, client: client, log: log))
     }
 
@@ -288,7 +288,7 @@ struct RetentionEndpointTests {
 
     @Test("another replica on the same ledger repeats a signed offer from the ledger")
     func repeatedFromTheLedger() throws {
-        let ledger = MemoryLedger()
+        let ledger = SQLLedger.inMemory()
         try Self.withService(ledger: ledger) { service in
             try Self.notify(service)
             let request = try Self.request(service.deployment)

@@ -99,7 +99,7 @@ struct StorageFaultEndpointTests {
     }
 }
 
-/// A `MemoryLedger` that fails every call with the fault it is given (and is then not ready), and calls itself
+/// An in-memory `SQLLedger` that fails every call with the fault it is given (and is then not ready), and calls itself
 /// PostgreSQL with commit statistics, as a PostgreSQL ledger would.
 final class FaultyLedger: ForwardingLedger, @unchecked Sendable {
     private let fault = Mutex<LedgerError?>(nil)
