@@ -84,15 +84,3 @@ public struct IssuedSignature: Sendable, Equatable {
     /// The `format` of an introductory offer eligibility signature.
     public static let introductoryFormat = "introductory"
 }
-
-extension IssuedSignature {
-    /// A signature as both file-backed ledgers read it back, as text in their `selectSignature` column order (app as
-    /// stored, offer, customer, nonce, key ID, format, issued at, product, request ID); without its `idempotency`.
-    init(ledgerRow row: [String?]) {
-        let app = LedgerNamespace.parse(storedApp: row[0] ?? "")
-        self.init(
-            bundleId: app.bundleId, offerId: row[1] ?? "", productId: row[7] ?? "", customerKey: row[2],
-            nonce: row[3] ?? "", keyId: row[4] ?? "", format: row[5] ?? "", issuedAt: Int64(row[6] ?? "") ?? 0,
-            requestId: row[8], namespace: app.namespace)
-    }
-}

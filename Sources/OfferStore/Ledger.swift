@@ -2,15 +2,29 @@ import Dispatch
 import OfferCore
 import Synchronization
 
-/// The record of issued signatures and redemptions, and the counts offer limits are decided on.
+/// The record of issued signatures and redemptions, the counts offer limits are decided on, and what Apple taught:
+/// every role below, in one store (`SQLLedger`). Callers that need one role take that role.
 ///
-/// A backend only counts and records; it never knows what a limit is. The decision is the caller's `admit`
-/// closure (normally `LimitPolicy.allows`), run inside the backend's atomic step, so concurrent requests can
-/// never both take the last place:
+/// A ledger only counts and records; it never knows what a limit is. The decision is the caller's `admit` closure
+/// (normally `LimitPolicy.allows`), run inside the ledger's atomic step, so concurrent requests can never both take
+/// the last place:
 /// ```swift
 /// ledger.record(signature, admit: { LimitPolicy.allows(limits, usage: $0, customerKey: key) }) { result in ... }
 /// ```
-public protocol Ledger: UsageCounts, RedemptionLog, SubscriptionStates {
+public protocol Ledger: UsageCounts, RedemptionLog, SubscriptionStates, SignatureLog, NotificationLog,
+    LedgerOperations
+{
+    /// Throws what keeps the store from answering, or from recording, now (for `/readyz`): a store that cannot
+    /// record is not ready. The error names what failed, for the log; it may name a file or the redacted DSN.
+    func checkReadiness() throws(LedgerError)
+    /// What stores the records, for `/metrics` labels: `sqlite`, `postgresql`, `memory` (SQLite in memory).
+    var backendName: String { get }
+    /// How group commit has gone, for `/metrics`; `nil` for one that does not commit in groups.
+    var commitStatistics: CommitStatistics? { get }
+}
+
+/// The signatures the service issued: recorded with their admission, found again by nonce and by `Idempotency-Key`.
+public protocol SignatureLog: Sendable {
     /// In one atomic step (a transaction, a lock): counts the usage for `signature.usageKey` (its offer and
     /// customer at `issuedAt`), calls `admit` with it, and records `signature` only if `admit` returned true.
     /// Without `admit` (an offer without limits) nothing is counted and the signature is recorded, its outcome's
@@ -32,17 +46,48 @@ public protocol Ledger: UsageCounts, RedemptionLog, SubscriptionStates {
     /// The recorded signature with `nonce` (without its `idempotency` part), or `nil`: how a returned signature
     /// is found in the ledger.
     func signature(nonce: String) throws(LedgerError) -> IssuedSignature?
-    /// The signatures recorded per offer since the ledger began: kept through `forget` and the purge.
-    func offerTotals() throws(LedgerError) -> [OfferTotal]
     /// A customer's recorded signatures, oldest first (without their `idempotency` part).
     func history(customerKey: String) throws(LedgerError) -> [IssuedSignature]
+    /// Removes a recorded signature that could not be made after all (by nonce); an unknown nonce is no error.
+    func release(nonce: String) throws(LedgerError)
+}
+
+/// What verified notifications from Apple, and lookups at Apple, taught.
+public protocol NotificationLog: Sendable {
+    /// Records what a verified notification from Apple teaches, in one transaction, so a crash never leaves it
+    /// recorded without its effects (Apple's retry would then be a duplicate): its `notificationUUID` (seen before:
+    /// `.duplicate`, nothing else done); its transaction through the same redemption logic as `observe`; a refund
+    /// or revocation on the redemption it may be (`REFUND_REVERSED` clears it), each change newer than the last;
+    /// the subscription's server-known state, its transaction and renewal info each replaced only by newer ones
+    /// (`FreshestFacts`). Takes the locks `observe` takes. `completion` is called once, from any thread, when the
+    /// notification is durable or the store failed; the caller's thread never waits for the disk.
+    func recordNotification(
+        _ notification: ReceivedNotification,
+        completion: @escaping @Sendable (Result<NotificationOutcome, LedgerError>) -> Void)
+    /// Records what a lookup at Apple taught (`SubscriptionUpdate(lookedUp:...)`), in one transaction, with the very
+    /// code and locks that record a notification's effects, only without a notification to keep: its transaction
+    /// through the redemption logic of `observe` (a lookup can reveal a redemption), a refund it shows on the
+    /// redemption it may be, and the subscription's server-known state, its transaction and renewal info each
+    /// replaced only by newer ones (`FreshestFacts`). `completion` is called once, from any thread, when what changed
+    /// is durable or the store failed; the caller's thread never waits for the disk.
+    func recordState(
+        _ update: SubscriptionUpdate, completion: @escaping @Sendable (Result<NotificationEffects, LedgerError>) -> Void
+    )
+    /// The notification recorded with `uuid`, or `nil`.
+    func notification(uuid: String) throws(LedgerError) -> RecordedNotification?
+    /// A customer's redemptions (`customerKey`: the subscription's `originalTransactionId`), oldest first.
+    func redemptions(customerKey: String) throws(LedgerError) -> [RecordedRedemption]
+}
+
+/// What ops do with the ledger: totals, grants and resets and their record, erasure, the purge, activity.
+public protocol LedgerOperations: Sendable {
+    /// The signatures recorded per offer since the ledger began: kept through `forget` and the purge.
+    func offerTotals() throws(LedgerError) -> [OfferTotal]
     /// Erases a customer from the ledger and returns how many records held their key: their signatures stay as
     /// anonymous places (no customer, request or answer; so a budget's count does not change), their redemptions,
     /// runs, allowances and server-known state go, and the notifications about them lose their key (their
     /// `notificationUUID` stays, so Apple's retry is still a duplicate). The per-offer totals stay.
     func forget(customerKey: String) throws(LedgerError) -> Int
-    /// Removes a recorded signature that could not be made after all (by nonce); an unknown nonce is no error.
-    func release(nonce: String) throws(LedgerError)
     /// Raises a customer's allowance for an offer: `count` more places under its `perCustomer` limit
     /// (`OfferUsage.customerGranted`), recorded with `reason` as a `grant` action at `at` (Unix ms), atomically with
     /// the signatures being recorded for that offer and customer. Returns the customer's grants in all. Refuses a
@@ -76,36 +121,6 @@ public protocol Ledger: UsageCounts, RedemptionLog, SubscriptionStates {
     func activity(
         bundleId: String, namespace: LedgerNamespace, offerId: String, since: Int64
     ) throws(LedgerError) -> [OfferDay]
-    /// Records what a verified notification from Apple teaches, in one transaction, so a crash never leaves it
-    /// recorded without its effects (Apple's retry would then be a duplicate): its `notificationUUID` (seen before:
-    /// `.duplicate`, nothing else done); its transaction through the same redemption logic as `observe`; a refund
-    /// or revocation on the redemption it may be (`REFUND_REVERSED` clears it), each change newer than the last;
-    /// the subscription's server-known state, its transaction and renewal info each replaced only by newer ones
-    /// (`FreshestFacts`). Takes the locks `observe` takes. `completion` is called once, from any thread, when the
-    /// notification is durable or the store failed; the caller's thread never waits for the disk.
-    func recordNotification(
-        _ notification: ReceivedNotification,
-        completion: @escaping @Sendable (Result<NotificationOutcome, LedgerError>) -> Void)
-    /// Records what a lookup at Apple taught (`SubscriptionUpdate(lookedUp:...)`), in one transaction, with the very
-    /// code and locks that record a notification's effects, only without a notification to keep: its transaction
-    /// through the redemption logic of `observe` (a lookup can reveal a redemption), a refund it shows on the
-    /// redemption it may be, and the subscription's server-known state, its transaction and renewal info each
-    /// replaced only by newer ones (`FreshestFacts`). `completion` is called once, from any thread, when what changed
-    /// is durable or the store failed; the caller's thread never waits for the disk.
-    func recordState(
-        _ update: SubscriptionUpdate, completion: @escaping @Sendable (Result<NotificationEffects, LedgerError>) -> Void
-    )
-    /// The notification recorded with `uuid`, or `nil`.
-    func notification(uuid: String) throws(LedgerError) -> RecordedNotification?
-    /// A customer's redemptions (`customerKey`: the subscription's `originalTransactionId`), oldest first.
-    func redemptions(customerKey: String) throws(LedgerError) -> [RecordedRedemption]
-    /// Throws what keeps the store from answering, or from recording, now (for `/readyz`): a store that cannot
-    /// record is not ready. The error names what failed, for the log; it may name a file or the redacted DSN.
-    func checkReadiness() throws(LedgerError)
-    /// What stores the records, for `/metrics` labels: `sqlite`, `postgresql`, `memory`.
-    var backendName: String { get }
-    /// How group commit has gone, for `/metrics`; `nil` for a ledger that does not commit (memory).
-    var commitStatistics: CommitStatistics? { get }
 }
 
 extension Ledger {
@@ -113,7 +128,9 @@ extension Ledger {
 
     /// `checkReadiness()` passes.
     public func isHealthy() -> Bool { (try? checkReadiness()) != nil }
+}
 
+extension SignatureLog {
     /// `record(_:admit:completion:)`, waited for: for callers that may block a thread (tests, the command line).
     public func record(
         _ signature: IssuedSignature, admit: (@Sendable (OfferUsage) -> Bool)?
@@ -128,6 +145,9 @@ extension Ledger {
         return try result.withLock { $0! }.get()
     }
 
+}
+
+extension NotificationLog {
     /// `recordNotification(_:completion:)`, waited for: for callers that may block a thread (tests, the command
     /// line).
     public func recordNotification(_ notification: ReceivedNotification) throws(LedgerError) -> NotificationOutcome {

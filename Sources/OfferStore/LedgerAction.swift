@@ -85,15 +85,3 @@ extension LedgerError.Kind {
     /// too long, a grant without a customer.
     public static let invalidAction = LedgerError.Kind(rawValue: "invalid_action")
 }
-
-extension LedgerAction {
-    /// An action as both file-backed ledgers read it back, as text in their `actions` column order (at, kind, app as
-    /// stored, offer, customer key as stored, count, reason).
-    init(ledgerRow row: [String?]) {
-        let app = LedgerNamespace.parse(storedApp: row[2] ?? "")
-        self.init(
-            at: Int64(row[0] ?? "") ?? 0, kind: Kind(rawValue: row[1] ?? "") ?? .grant, bundleId: app.bundleId,
-            namespace: app.namespace, offerId: row[3] ?? "", subject: Self.subject(storedCustomerKey: row[4]),
-            count: Int(row[5] ?? "") ?? 0, reason: row[6] ?? "")
-    }
-}

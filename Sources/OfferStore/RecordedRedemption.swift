@@ -34,16 +34,3 @@ public struct RecordedRedemption: Sendable, Equatable {
         self.revokedAt = revokedAt
     }
 }
-
-extension RecordedRedemption {
-    /// A redemption of `customerKey` as both file-backed ledgers read it back, as text in their
-    /// `customerRedemptions` column order (app as stored, offer, transaction, redeemed at, offer type, nonce,
-    /// revoked at).
-    init(ledgerRow row: [String?], customerKey: String) {
-        let app = LedgerNamespace.parse(storedApp: row[0] ?? "")
-        self.init(
-            bundleId: app.bundleId, namespace: app.namespace, offerId: row[1] ?? "", customerKey: customerKey,
-            transactionId: row[2] ?? "", redeemedAt: Int64(row[3] ?? "") ?? 0, offerType: row[4].flatMap { Int($0) },
-            nonce: row[5], revokedAt: row[6].flatMap { Int64($0) })
-    }
-}

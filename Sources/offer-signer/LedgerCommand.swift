@@ -126,7 +126,7 @@ enum LedgerCommand {
     }
 
     /// What the purge kept, one line per day and offer, oldest day first.
-    private static func daily(_ ledger: any Ledger) throws -> [String] {
+    private static func daily(_ ledger: any LedgerOperations) throws -> [String] {
         let totals = try read { () throws(LedgerError) in try ledger.dailyTotals() }
         guard !totals.isEmpty else { return ["Purged records: none yet"] }
         return ["Purged records, per day (UTC):"]
@@ -256,7 +256,7 @@ enum LedgerCommand {
 
     // MARK: - actions, purge
 
-    private static func actions(_ ledger: any Ledger) throws -> String {
+    private static func actions(_ ledger: any LedgerOperations) throws -> String {
         let actions = try read { () throws(LedgerError) in try ledger.actions() }
         return actions.isEmpty ? "no grants or resets recorded" : actions.map(describe).joined(separator: "\n")
     }

@@ -29,7 +29,8 @@ public enum NotificationIntake {
     /// `ledger`. `completion` runs once: on the caller's thread for a refusal or when nothing is recorded, else
     /// from the ledger's thread once the notification is durable or the store failed.
     public static func take(
-        _ signedPayload: String, bundleId: String, receiver: NotificationReceiver, ledger: (any Ledger)?, now: Int64,
+        _ signedPayload: String, bundleId: String, receiver: NotificationReceiver, ledger: (any NotificationLog)?,
+        now: Int64,
         completion: @escaping @Sendable (Outcome) -> Void
     ) {
         let received: NotificationReceiver.Received
