@@ -11,8 +11,9 @@
 /// 4. for win-back offers, Apple's own list: the customer's renewal info names the offer in
 ///    `eligibleWinBackOfferIds`;
 /// 5. the offer's `eligibility` rule;
-/// 6. once all of that passed, the offer's `limits` over the ledger's counts (`LimitPolicy`), when a ledger is
-///    given.
+/// 6. once all of that passed, the signature's `admission` (the app's abuse guard, for a signature that is guarded,
+///    and the offer's `limits`) over the ledger's counts, when a ledger is given; without, the ledger checks it when
+///    it records the signature.
 public struct OfferDecision: Sendable {
     public let offer: Offer
     /// The whole evaluation, for ops: facts and thresholds that must never reach the customer.
@@ -20,16 +21,22 @@ public struct OfferDecision: Sendable {
     /// Whether the offer's limits were checked against the ledger. `false` when the offer has limits but no
     /// ledger was given (an `explain` without storage), or when the rules already said no.
     public let limitsChecked: Bool
+    /// What the signature must still pass when the ledger records it; `nil` when the rules said no.
+    public let admission: Admission?
+    /// The ledger's counts the admission was checked on here, if it was.
+    public let counts: OfferUsage?
 
     /// What the client may see: eligible, or the failed rules by name and code.
     public var outcome: EligibilityDecision { trace.decision }
     public var isEligible: Bool { trace.passed }
 
     /// Decides `offer` of app `bundleId` for `customer` (`nil`: no verified signed data) at `now` (Unix ms).
-    /// `usage` is the ledger's count of the offer's signatures; it is read only when the offer has limits and
-    /// everything else passed. Throws only when the ledger fails.
+    /// `abuseGuard` is the app's, for a promotional offer signature (`nil`: the question is not one, as a listing's).
+    /// `usage` is the ledger's counts; they are read only when everything else passed and the admission counts
+    /// something. Throws only when the ledger fails.
     public static func decide(
-        _ offer: Offer, bundleId: String, customer: VerifiedCustomer?, now: Int64, usage: (any UsageCounts)?
+        _ offer: Offer, bundleId: String, customer: VerifiedCustomer?, now: Int64, usage: (any UsageCounts)?,
+        abuseGuard: Admission.AbuseGuard? = nil
     ) throws(LedgerError) -> OfferDecision {
         var children = offer.activeWindow.evaluate(at: now, path: offer.path)
         if offer.requiresVerifiedCustomer {
@@ -39,7 +46,10 @@ public struct OfferDecision: Sendable {
                     rule: "verifiedCustomer", code: verified ? RuleTrace.passedCode : "verified_customer_required",
                     passed: verified, observed: verified ? "verified signed data" : "no signed data",
                     expected: "Apple-signed data that verifies", path: "\(offer.path).requiresVerifiedCustomer"))
-            if !verified { return OfferDecision(offer: offer, children: children, limitsChecked: false) }
+            if !verified {
+                return OfferDecision(
+                    offer: offer, children: children, limitsChecked: false, admission: nil, counts: nil)
+            }
         }
         let facts = customer?.facts ?? CustomerFacts()
         switch offer.kind {
@@ -48,12 +58,20 @@ public struct OfferDecision: Sendable {
         default: break
         }
         if let rule = offer.eligibility { children.append(rule.evaluate(facts, path: "\(offer.path).eligibility")) }
-        guard let limits = offer.limits, let usage, children.allSatisfy(\.passed) else {
-            return OfferDecision(offer: offer, children: children, limitsChecked: offer.limits == nil)
+        guard children.allSatisfy(\.passed) else {
+            return OfferDecision(
+                offer: offer, children: children, limitsChecked: offer.limits == nil, admission: nil, counts: nil)
+        }
+        let admission = Admission(
+            limits: offer.limits, abuseGuard: abuseGuard, customerKey: facts.customerKey, now: now, path: offer.path)
+        guard let usage, admission.counts else {
+            return OfferDecision(
+                offer: offer, children: children, limitsChecked: offer.limits == nil, admission: admission, counts: nil)
         }
         let counts = try usage.usage(usageKey(offer, bundleId: bundleId, facts: facts, now: now))
-        children += LimitPolicy.evaluate(limits, usage: counts, customerKey: facts.customerKey, path: offer.path)
-        return OfferDecision(offer: offer, children: children, limitsChecked: true)
+        return OfferDecision(
+            offer: offer, children: children + admission.traces(counts), limitsChecked: true, admission: admission,
+            counts: counts)
     }
 
     /// The counts `offer`'s limits are decided on for the customer of `facts` at `now`: in the customer's
@@ -65,20 +83,32 @@ public struct OfferDecision: Sendable {
             signatureTTL: offer.limits?.signatureTTL ?? OfferLimits.defaultSignatureTTL)
     }
 
-    /// The decision with `limitTraces` (from a ledger's atomic record that lost a race) in place of the limits the
-    /// decision saw: what the client is told when the last signature went to someone else meanwhile.
-    public func replacingLimits(with limitTraces: [RuleTrace]) -> OfferDecision {
+    /// The decision with the limits' traces of a refusal (`Admission.Refusal.limits`, from a ledger's atomic record
+    /// that lost a race) in place of any the decision saw: what the client is told when the last signature went to
+    /// someone else meanwhile.
+    public func refused(by limitTraces: [RuleTrace]) -> OfferDecision {
         let children = trace.children.filter { $0.rule != LimitPolicy.rule } + limitTraces
-        return OfferDecision(offer: offer, children: children, limitsChecked: true)
+        return OfferDecision(
+            offer: offer, children: children, limitsChecked: true, admission: admission, counts: counts)
     }
 
-    private init(offer: Offer, children: [RuleTrace], limitsChecked: Bool) {
+    /// The abuse guard's refusal in this decision's trace (counts read by `decide`), if it failed.
+    public var rateLimit: Admission.Refusal? {
+        guard let counts, case .rateLimited(let perDay, let wait)? = admission?.refusal(counts) else { return nil }
+        return .rateLimited(perDay: perDay, retryAfter: wait)
+    }
+
+    private init(
+        offer: Offer, children: [RuleTrace], limitsChecked: Bool, admission: Admission?, counts: OfferUsage?
+    ) {
         self.offer = offer
         let passed = children.allSatisfy(\.passed)
         self.trace = RuleTrace(
             rule: "offer \(offer.id)", code: passed ? RuleTrace.passedCode : "offer_not_eligible", passed: passed,
             observed: "", expected: "", path: offer.path, children: children)
         self.limitsChecked = limitsChecked
+        self.admission = admission
+        self.counts = counts
     }
 
     private static func subscriptionHistory(_ offer: Offer, _ facts: CustomerFacts) -> RuleTrace {

@@ -86,7 +86,8 @@ public struct EligibilityService: Sendable {
         let app = try app(bundleId)
         let offer = try offer(offerId, of: app, kind: .promotional, productId: productId)
         let customer = try customer(signedData, of: app, now: now)
-        let decision = try decide(offer, app, customer, now, usage: countingLimits ? usage : nil)
+        let decision = try decide(
+            offer, app, customer, now, usage: countingLimits ? usage : nil, abuseGuard: app.definition.abuseGuard)
         return Verdict(app: app, productId: productId, customer: customer, decision: decision)
     }
 
@@ -325,10 +326,12 @@ public struct EligibilityService: Sendable {
 
     /// `OfferDecision.decide` for `offer` of `app`, a ledger failure as `storage_unavailable`.
     func decide(
-        _ offer: Offer, _ app: Catalog.App, _ customer: VerifiedCustomer?, _ now: Int64, usage: (any UsageCounts)?
+        _ offer: Offer, _ app: Catalog.App, _ customer: VerifiedCustomer?, _ now: Int64, usage: (any UsageCounts)?,
+        abuseGuard: Admission.AbuseGuard? = nil
     ) throws(OfferError) -> OfferDecision {
         do {
-            return try OfferDecision.decide(offer, bundleId: app.bundleId, customer: customer, now: now, usage: usage)
+            return try OfferDecision.decide(
+                offer, bundleId: app.bundleId, customer: customer, now: now, usage: usage, abuseGuard: abuseGuard)
         } catch {
             throw .storageUnavailable(error)
         }

@@ -118,7 +118,8 @@ public struct RetentionService: Sendable {
             // The configuration made sure the offer is one of the app's promotional offers.
             guard let offer = app.offer(offerId) else { throw .unknownOffer(offerId) }
             let decision = try eligibility.decide(
-                offer, app, customer, now, usage: countingLimits ? eligibility.usage : nil)
+                offer, app, customer, now, usage: countingLimits ? eligibility.usage : nil,
+                abuseGuard: app.definition.abuseGuard)
             guard decision.isEligible else {
                 steps.append(step(.offerNotEligible, message: message, rule: rule, offer: decision))
                 continue

@@ -124,7 +124,8 @@ public struct Simulation: Sendable {
             let decision: OfferDecision
             do {
                 decision = try OfferDecision.decide(
-                    offer, bundleId: bundleId, customer: customer, now: at, usage: ledger)
+                    offer, bundleId: bundleId, customer: customer, now: at, usage: ledger,
+                    abuseGuard: offer.kind == .promotional ? app.definition.abuseGuard : nil)
             } catch {
                 throw .storageUnavailable
             }

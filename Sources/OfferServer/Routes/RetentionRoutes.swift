@@ -218,7 +218,7 @@ struct RetentionRoutes: Sendable {
             namespace: pending.request.namespace,
             signatureTTL: offer.limits?.signatureTTL ?? OfferLimits.defaultSignatureTTL)
         let answers = answers
-        issuer.issue(signature, decision: decision, app: app, log: context.log) { result in
+        issuer.issue(signature, decision: decision, log: context.log) { result in
             switch result {
             case .success(.issued):
                 answers.keep(.answered(body), for: pending.key, now: context.now)

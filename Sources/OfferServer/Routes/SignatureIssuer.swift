@@ -22,42 +22,30 @@ struct SignatureIssuer: Sendable {
         case refused(OfferError)
     }
 
-    /// Records promotional offer `signature`, decided by `decision` (rules passed), with the abuse guard of `app`
-    /// and the offer's limits as its admission. `completion` runs once, from any thread, when the record is durable
-    /// or refused, or with `storage_unavailable` when the ledger failed.
+    /// Records promotional offer `signature`, decided by `decision` (rules passed), with the decision's admission
+    /// (the app's abuse guard and the offer's limits) checked in the ledger's atomic step. `completion` runs once,
+    /// from any thread, when the record is durable or refused, or with `storage_unavailable` when the ledger failed.
     func issue(
-        _ signature: IssuedSignature, decision: OfferDecision, app: Catalog.App, log: Logger,
+        _ signature: IssuedSignature, decision: OfferDecision, log: Logger,
         completion: @escaping @Sendable (Result<Outcome, OfferError>) -> Void
     ) {
-        let customerKey = signature.customerKey
-        let limits = decision.offer.limits
-        let perDay = app.definition.signaturesPerCustomerPerDay
-        let now = signature.issuedAt
         // Counted only when there is something to count: an identified customer (the abuse guard) or limits.
-        let admit: (@Sendable (OfferUsage) -> Bool)? =
-            customerKey == nil && limits == nil
-            ? nil
-            : { @Sendable usage in
-                LimitPolicy.dailyAllowance(perDay: perDay, usage: usage, customerKey: customerKey, now: now) == nil
-                    && (limits.map { LimitPolicy.allows($0, usage: usage, customerKey: customerKey) } ?? true)
-            }
+        let admission: Admission? = decision.admission.flatMap { $0.counts ? $0 : nil }
+        var admit: (@Sendable (OfferUsage) -> Bool)?
+        if let admission { admit = { admission.admits($0) } }
         record(signature, admit: admit, log: log) { result in
             completion(
                 result.map { outcome in
                     // The same request under the same key, recorded by the writer after the caller's look-up (a
                     // client's retry while its first request waited for the commit).
                     if let previous = outcome.previous { return .repeated(previous) }
-                    guard !outcome.recorded else { return .issued }
-                    if let wait = LimitPolicy.dailyAllowance(
-                        perDay: perDay, usage: outcome.usage, customerKey: customerKey, now: now)
-                    {
+                    switch admission?.refusal(outcome.usage) {
+                    case nil: return .issued
+                    case .rateLimited(let perDay, let wait)?:
                         return .refused(OfferError.customerRateLimited(perDay: perDay, retryAfter: wait))
+                    case .limits(let traces)?:
+                        return .refused(OfferError.notEligible(decision.refused(by: traces).outcome.reasons))
                     }
-                    let limited = decision.replacingLimits(
-                        with: LimitPolicy.evaluate(
-                            limits ?? OfferLimits(), usage: outcome.usage, customerKey: customerKey,
-                            path: decision.offer.path))
-                    return .refused(OfferError.notEligible(limited.outcome.reasons))
                 })
         }
     }

@@ -100,7 +100,7 @@ struct SignatureRoutes {
                 idempotency: idempotency?.recorded(answer: answerBody), namespace: namespace,
                 signatureTTL: limits?.signatureTTL ?? OfferLimits.defaultSignatureTTL)
             let answer = HTTPResponse.ok(answerBody)
-            issuer.issue(signature, decision: verdict.decision, app: app, log: context.log) { result in
+            issuer.issue(signature, decision: verdict.decision, log: context.log) { result in
                 switch result {
                 case .success(.issued):
                     context.recordDecision("eligible", offer: verdict.offer.id, reasons: [])
