@@ -101,7 +101,7 @@ enum ServeCommand {
         }
         let service = OfferService(
             snapshot: try snapshot(configuration, catalog: served, ledger: ledger), ledger: ledger,
-            rateLimit: settings.rateLimit, clock: SystemClock.nowMilliseconds, log: log, appStoreClient: appStoreClient)
+            rateLimit: settings.rateLimit, clock: SystemClock(), log: log, appStoreClient: appStoreClient)
         let runtime = CatalogRuntime(service: service, configuration: configuration, store: adminStore, log: log)
         if let adminStore, settings.catalog == .storage {
             // Apps without a published version get the file's offers as version 1, then are served from the storage.
@@ -138,7 +138,7 @@ enum ServeCommand {
         // The retention: a pass now, then every hour.
         let purger = ledger.map {
             LedgerPurger(
-                ledger: $0, retentionDays: settings.ledgerRetentionDays, clock: SystemClock.nowMilliseconds, log: log)
+                ledger: $0, retentionDays: settings.ledgerRetentionDays, clock: service.clock, log: log)
         }
         purger?.start()
         var report = ReloadReport.publishStart(configPath: configPath, configuration: configuration.hash, log: log)
@@ -343,14 +343,5 @@ enum ServeCommand {
 
     static func describe(_ errors: ConfigErrors, path: String) -> String {
         "invalid configuration \(path):\n" + errors.errors.map { "  \($0)" }.joined(separator: "\n")
-    }
-}
-
-/// The wall clock, in Unix milliseconds.
-enum SystemClock {
-    @Sendable static func nowMilliseconds() -> Int64 {
-        var spec = timespec()
-        clock_gettime(CLOCK_REALTIME, &spec)
-        return Int64(spec.tv_sec) * 1000 + Int64(spec.tv_nsec) / 1_000_000
     }
 }
