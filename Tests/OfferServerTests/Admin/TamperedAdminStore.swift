@@ -3,10 +3,15 @@ import OfferStore
 import Synchronization
 
 /// A `MemoryAdminStore` whose stored audit entries someone can edit, delete and truncate behind the service's back,
-/// as one with access to the database could: `tamper` changes what the audit reads return from then on.
+/// as one with access to the database could: `tamper` changes what the audit reads return from then on; `silence`
+/// keeps publishes from waking `waitForCatalogChange`, as a publish by another process on a SQLite file does.
 final class TamperedAdminStore: AdminStore {
     let inner = MemoryAdminStore()
     private let change = Mutex<@Sendable ([AuditEntry]) -> [AuditEntry]>({ $0 })
+    private let silenced = Atomic<Bool>(false)
+
+    /// From now on `waitForCatalogChange` runs out its time, whatever is published.
+    func silence() { silenced.store(true, ordering: .releasing) }
 
     /// From now on the stored entries (oldest first) read as `edit` makes them.
     func tamper(_ edit: @escaping @Sendable ([AuditEntry]) -> [AuditEntry]) { change.withLock { $0 = edit } }
@@ -53,7 +58,10 @@ final class TamperedAdminStore: AdminStore {
             bundleId: bundleId, document: document, message: message, author: author, expectedLatest: expectedLatest,
             draftRevision: draftRevision, at: at, audit: audit)
     }
-    func waitForCatalogChange(milliseconds: Int) -> Bool { inner.waitForCatalogChange(milliseconds: milliseconds) }
+    func waitForCatalogChange(milliseconds: Int) -> Bool {
+        let changed = inner.waitForCatalogChange(milliseconds: milliseconds)
+        return changed && !silenced.load(ordering: .acquiring)
+    }
     func appendAudit(_ record: AuditRecord) throws(LedgerError) -> AuditEntry { try inner.appendAudit(record) }
     func createToken(_ token: AdminToken, hash: [UInt8], audit: AuditRecord) throws {
         try inner.createToken(token, hash: hash, audit: audit)
