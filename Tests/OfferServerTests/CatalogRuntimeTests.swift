@@ -173,7 +173,7 @@ struct CatalogRuntimeTests {
         defer { deployment.remove() }
         let configuration = try Configuration.read(path: deployment.configurationPath)
         let unsignalled = TamperedAdminStore()
-        unsignalled.silence()
+        unsignalled.holdWaits()
         let store = unsignalled.inner
         _ = try CatalogRuntime.importFileOffers(
             configuration, editor: Self.editor(store), at: 1, log: Logger(level: .error))
@@ -183,9 +183,12 @@ struct CatalogRuntimeTests {
             service: client.service, configuration: configuration, store: unsignalled, log: Logger(level: .error))
         #expect(runtime.refresh() == [Self.bundleId: 1])
         runtime.start()
-        defer { runtime.stop() }
+        defer {
+            unsignalled.releaseWaits()
+            runtime.stop()
+        }
         #expect(clock.scheduled == [.milliseconds(CatalogRuntime.pollInterval)])
-        // Another process publishes: this one's watcher is not told.
+        // Another process publishes: this one's watcher is not told (and its wait does not run out).
         _ = try Self.publish(store, Self.spring, expectedLatest: 1)
         clock.advance(by: .milliseconds(CatalogRuntime.pollInterval - 1))
         runtime.settled()
@@ -197,6 +200,7 @@ struct CatalogRuntimeTests {
             try client.post("/v1/signatures/promotional-offer", json: Self.signRequest("spring_sale")).status == 200)
         // The next poll is set; stopped, there is none.
         #expect(clock.scheduled == [.milliseconds(CatalogRuntime.pollInterval)])
+        unsignalled.releaseWaits()
         runtime.stop()
         #expect(clock.scheduled.isEmpty)
     }

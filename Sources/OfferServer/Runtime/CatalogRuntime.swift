@@ -6,9 +6,10 @@ import Synchronization
 /// Keeps a running service on the catalog it should serve: the configuration file's offers, or (`catalog:
 /// "storage"`) each app's newest published version. A SIGHUP reload goes through `apply`; with the storage, a
 /// watcher of its own waits for publishes (`AdminStore.waitForCatalogChange`: PostgreSQL's NOTIFY from any replica,
-/// an in-process signal for SQLite and memory), and a timer of the service's clock asks the newest versions every
-/// `pollInterval` whatever was signalled, so every replica serves a new version within seconds, and one published
-/// by another process on the same SQLite file too. Reloads, the watcher and the polls take turns: one configuration
+/// an in-process signal for SQLite and memory; the wait lasts at most `pollInterval`, real time, and the store is
+/// asked when it ends), and a timer of the service's clock asks the newest versions every `pollInterval` whatever
+/// was signalled, so every replica serves a new version within seconds, and one published by another process on
+/// the same SQLite file too. Reloads, the watcher and the polls take turns: one configuration
 /// and one set of versions at a time.
 public final class CatalogRuntime: Sendable {
     /// How often, in milliseconds, the store is asked for its newest versions, signalled or not; also the longest
@@ -84,12 +85,13 @@ public final class CatalogRuntime: Sendable {
     public func start() {
         guard let store, current.settings.catalog == .storage, !running.exchange(true, ordering: .acquiringAndReleasing)
         else { return }
-        // A queue of its own: the watcher blocks in the store's wait, never on an HTTP worker.
+        // A queue of its own: the watcher blocks in the store's wait, never on an HTTP worker, and asks the store
+        // when it wakes, signalled or not (a signal given between two waits is not lost for longer than one wait).
         DispatchQueue(label: "offer-signer.catalog.watch", qos: .utility).async { [self] in
             while running.load(ordering: .acquiring) {
-                let signalled = store.waitForCatalogChange(milliseconds: Self.pollInterval)
+                _ = store.waitForCatalogChange(milliseconds: Self.pollInterval)
                 guard running.load(ordering: .acquiring) else { break }
-                if signalled { refresh() }
+                refresh()
             }
             stopped.signal()
         }
