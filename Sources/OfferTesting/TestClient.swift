@@ -50,7 +50,7 @@ public final class TestClient: Sendable {
         public var description: String { "\(method) \(path): no answer within \(timeout)" }
     }
 
-    /// A client of `service`, which must read `clock` and take its nonces from `nonces` (pass `clock.read` and
+    /// A client of `service`, which must run on `clock` and take its nonces from `nonces` (pass `clock` and
     /// `nonces.next` when building it) for the client's `clock` and `nonces` to mean anything.
     public convenience init(
         service: OfferService, clock: TestClock, nonces: TestNonces, timeout: Duration = TestClient.defaultTimeout,
@@ -89,7 +89,7 @@ public final class TestClient: Sendable {
         let ledger = try ledger ?? configuration.settings.storage.open()
         let service = OfferService(
             snapshot: try OfferService.snapshot(configuration, catalog: catalog, ledger: ledger), ledger: ledger,
-            rateLimit: configuration.settings.rateLimit, clock: clock.read, nonce: nonces.next, log: log,
+            rateLimit: configuration.settings.rateLimit, clock: clock, nonce: nonces.next, log: log,
             appStoreClient: try HTTPSClient(), lookup: lookup)
         self.init(service: service, clock: clock, nonces: nonces, timeout: timeout)
     }
@@ -110,12 +110,48 @@ public final class TestClient: Sendable {
 
     /// Sends `request` as is and waits for the answer.
     public func send(_ request: HTTPRequest) throws(NoAnswer) -> TestResponse {
-        let answer = Answer()
-        handler(request, Responder { answer.arrive($0) })
-        guard let response = answer.wait(timeout) else {
-            throw NoAnswer(method: request.method, path: request.path, timeout: timeout)
+        try start(request).wait()
+    }
+
+    /// Sends `request` as is and returns without waiting: step `clock` (a deadline), then `wait` for the answer.
+    public func start(_ request: HTTPRequest) -> Pending {
+        let pending = Pending(request, timeout: timeout)
+        handler(request, Responder { pending.answer.arrive($0) })
+        return pending
+    }
+
+    /// `POST path` with a request of the API, without waiting for the answer (see `start`).
+    public func startPost<Message: WireMessage>(
+        _ path: String, _ message: Message, headers: [String: String] = [:]
+    ) -> Pending {
+        var request = request("POST", path, body: message.jsonBytes, headers: headers)
+        if request.headers["content-type"] == nil { request.headers["content-type"] = "application/json" }
+        return start(request)
+    }
+
+    /// A request sent and maybe not answered yet.
+    public final class Pending: Sendable {
+        fileprivate let answer = Answer()
+        private let method: String
+        private let path: String
+        private let timeout: Duration
+
+        fileprivate init(_ request: HTTPRequest, timeout: Duration) {
+            method = request.method
+            path = request.path
+            self.timeout = timeout
         }
-        return TestResponse(response)
+
+        /// Whether the answer came.
+        public var isAnswered: Bool { answer.arrived }
+
+        /// The answer, waited for (at most the client's `timeout`).
+        public func wait() throws(NoAnswer) -> TestResponse {
+            guard let response = answer.wait(timeout) else {
+                throw NoAnswer(method: method, path: path, timeout: timeout)
+            }
+            return TestResponse(response)
+        }
     }
 
     /// `POST path` with `json` as the body.
@@ -160,7 +196,9 @@ public final class TestClient: Sendable {
 /// The one answer to one in-process request, handed over from whichever thread sends it.
 private final class Answer: Sendable {
     private let response = Mutex<HTTPResponse?>(nil)
-    private let arrived = DispatchSemaphore(value: 0)
+    private let signal = DispatchSemaphore(value: 0)
+
+    var arrived: Bool { response.withLock { $0 != nil } }
 
     func arrive(_ value: HTTPResponse) {
         let first = response.withLock { stored in
@@ -168,7 +206,7 @@ private final class Answer: Sendable {
             stored = value
             return true
         }
-        if first { arrived.signal() }
+        if first { signal.signal() }
     }
 
     /// The answer, or `nil` when none came within `timeout`.
@@ -178,7 +216,9 @@ private final class Answer: Sendable {
         let deadline: DispatchTime =
             seconds > 365 * 86_400
             ? .distantFuture : .now() + .nanoseconds(Int(seconds) * 1_000_000_000 + Int(attoseconds / 1_000_000_000))
-        guard arrived.wait(timeout: deadline) == .success else { return nil }
+        guard signal.wait(timeout: deadline) == .success else { return nil }
+        // Waited once; the answer stays for any later `wait`.
+        signal.signal()
         return response.withLock { $0 }
     }
 }

@@ -278,7 +278,7 @@ enum LedgerCommand {
         let days = configuration.settings.ledgerRetentionDays
         // The pass's own log line would repeat what is printed: only failures are logged.
         let purger = LedgerPurger(
-            ledger: ledger, retentionDays: days, clock: SystemClock.nowMilliseconds, log: Logger(level: .error))
+            ledger: ledger, retentionDays: days, clock: SystemClock(), log: Logger(level: .error))
         let pass = try read { () throws(LedgerError) in try purger.purge() }
         return "purged \(pass.signatures) signature record(s) issued before \(ISO8601.format(pass.before)) "
             + "(ledgerRetentionDays \(days)); their per-offer daily totals, the redemptions and the per-offer totals "

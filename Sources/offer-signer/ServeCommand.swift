@@ -101,7 +101,7 @@ enum ServeCommand {
         }
         let service = OfferService(
             snapshot: try snapshot(configuration, catalog: served, ledger: ledger), ledger: ledger,
-            rateLimit: settings.rateLimit, clock: SystemClock.nowMilliseconds, log: log, appStoreClient: appStoreClient)
+            rateLimit: settings.rateLimit, clock: SystemClock(), log: log, appStoreClient: appStoreClient)
         let runtime = CatalogRuntime(service: service, configuration: configuration, store: adminStore, log: log)
         if let adminStore, settings.catalog == .storage {
             // Apps without a published version get the file's offers as version 1, then are served from the storage.
@@ -116,31 +116,34 @@ enum ServeCommand {
             }
             runtime.refresh()
         }
-        runtime.start()
+        // The running parts, started in this order and stopped in reverse (also when a later one fails to start):
+        // the catalog's watcher, the public listener, the admin listener (its own server, router and port, never the
+        // public one's), the retention's purge (a pass now, then every hour).
         let server = HTTPServer(limits: limits, handler: service.handle)
-        do {
-            try server.start(host: host, port: port)
-        } catch {
-            throw CommandError(
-                error.description
-                    + (error.addressInUse
-                        ? "; another process holds it: choose another port with --port (or \"listen.port\" in the "
-                            + "configuration)" : ""))
-        }
-        // The admin listener: its own server, router and port, never the public one's.
-        let adminServer: HTTPServer?
-        do {
-            adminServer = try adminStore.flatMap { try startAdmin(settings, store: $0, service: service) }
-        } catch {
-            server.stop(graceSeconds: 0)
-            throw error
-        }
-        // The retention: a pass now, then every hour.
+        let admin = adminStore.flatMap { adminListener(settings, store: $0, service: service) }
         let purger = ledger.map {
-            LedgerPurger(
-                ledger: $0, retentionDays: settings.ledgerRetentionDays, clock: SystemClock.nowMilliseconds, log: log)
+            LedgerPurger(ledger: $0, retentionDays: settings.ledgerRetentionDays, clock: service.clock, log: log)
         }
-        purger?.start()
+        var services: [any Service] = [
+            runtime,
+            ServiceSteps(
+                start: {
+                    do throws(ServerError) {
+                        try server.start(host: host, port: port)
+                    } catch {
+                        throw CommandError(
+                            error.description
+                                + (error.addressInUse
+                                    ? "; another process holds it: choose another port with --port (or "
+                                        + "\"listen.port\" in the configuration)" : ""))
+                    }
+                }, stop: { server.stop(graceSeconds: 10) }),
+        ]
+        if let admin { services.append(admin.service) }
+        if let purger { services.append(ServiceSteps(start: { purger.start() }, stop: purger.stop)) }
+        let group = ServiceGroup(services)
+        try group.start()
+        let adminServer = admin?.server
         var report = ReloadReport.publishStart(configPath: configPath, configuration: configuration.hash, log: log)
         let shownHost = host.contains(":") ? "[\(host)]" : host
         Console.out("offer-signer listening on http://\(shownHost):\(server.port)")
@@ -162,33 +165,35 @@ enum ServeCommand {
             reload(configPath, into: service, runtime: runtime, log: log, report: &report)
             purger?.retentionDays = runtime.current.settings.ledgerRetentionDays
         }
-        runtime.stop()
-        purger?.stop()
         log.info("stopping after requests in flight", [("signal", String(received))])
-        adminServer?.stop(graceSeconds: 10)
-        server.stop(graceSeconds: 10)
+        group.stop()
         ReloadReport.remove(pid: getpid())
         log.info("stopped")
         return 0
     }
 
-    /// Starts the admin listener when the configuration has `admin`: the admin store of its `storage`, and an
-    /// `AdminService` over `service` on a server of its own.
-    static func startAdmin(_ settings: Settings, store: any AdminStore, service: OfferService) throws -> HTTPServer? {
+    /// The admin listener when the configuration has `admin`: an `AdminService` over `service` on a server of its
+    /// own, and the service that starts it on its port (and tells its authority that port) and stops it.
+    static func adminListener(
+        _ settings: Settings, store: any AdminStore, service: OfferService
+    ) -> (server: HTTPServer, service: any Service)? {
         guard let admin = settings.admin else { return nil }
         let adminService = AdminService(store: store, service: service, settings: admin, catalog: settings.catalog)
         let server = HTTPServer(limits: AdminService.listenerLimits, handler: adminService.handle)
-        do {
-            try server.start(host: admin.host, port: admin.port)
-        } catch {
-            throw CommandError(
-                "admin listener: \(error.description)"
-                    + (error.addressInUse
-                        ? "; another process holds it: choose another port with --admin-port (or "
-                            + "\"admin.listen.port\" in the configuration)" : ""))
-        }
-        adminService.authority.listening(on: server.port)
-        return server
+        let steps = ServiceSteps(
+            start: {
+                do throws(ServerError) {
+                    try server.start(host: admin.host, port: admin.port)
+                } catch {
+                    throw CommandError(
+                        "admin listener: \(error.description)"
+                            + (error.addressInUse
+                                ? "; another process holds it: choose another port with --admin-port (or "
+                                    + "\"admin.listen.port\" in the configuration)" : ""))
+                }
+                adminService.authority.listening(on: server.port)
+            }, stop: { server.stop(graceSeconds: 10) })
+        return (server, steps)
     }
 
     /// `--NAME PORT`, checked: 0 to 65535.
@@ -343,14 +348,5 @@ enum ServeCommand {
 
     static func describe(_ errors: ConfigErrors, path: String) -> String {
         "invalid configuration \(path):\n" + errors.errors.map { "  \($0)" }.joined(separator: "\n")
-    }
-}
-
-/// The wall clock, in Unix milliseconds.
-enum SystemClock {
-    @Sendable static func nowMilliseconds() -> Int64 {
-        var spec = timespec()
-        clock_gettime(CLOCK_REALTIME, &spec)
-        return Int64(spec.tv_sec) * 1000 + Int64(spec.tv_nsec) / 1_000_000
     }
 }

@@ -313,13 +313,12 @@ def test_retention_through_nginx(retaining, testkit_dir, signing_key, tmp_path):
     subscribe(server, directory, ca, customer)
     request_id = str(uuid.uuid4())
     with nginx_in_front_of(server.port, tmp_path / "nginx") as proxy:
-        started = time.monotonic()
         reply = ask(proxy, sign_retention_request(ca, customer, request_id=request_id))
-        elapsed = time.monotonic() - started
+        # A 200 is in time by the service's own clock: past its 300 ms it answers 503 deadline_exceeded (and nginx
+        # gives up at Apple's 700 ms with a 504).
         assert reply.status == 200, reply.body
         claims = offer_claims(apple_model(reply.json()).promotionalOffer.promotionalOfferSignatureV2, signing_key)
         assert claims["transactionId"] == customer
-        assert elapsed < 0.7, elapsed
         again = ask(proxy, sign_retention_request(ca, customer, request_id=request_id))
         assert (again.status, again.body) == (200, reply.body)
         message = ask(proxy, sign_retention_request(ca, "7000000000000399"))

@@ -65,12 +65,10 @@ def server(tmp_path, app_key, fake):
     assert running.stop(signal.SIGTERM, timeout=5) == 0, running.stderr_path.read_text(errors="replace")
 
 
-def ask(server: Server, fake: Fake) -> tuple[object, float]:
+def ask(server: Server, fake: Fake) -> object:
     token = sign_retention_request(fake.ca, CUSTOMER, product_id=PRODUCT, environment="Production",
                                    app_apple_id=APP_APPLE_ID)
-    started = time.monotonic()
-    reply = server.post(RETENTION_PATH, {"signedPayload": token})
-    return reply, time.monotonic() - started
+    return server.post(RETENTION_PATH, {"signedPayload": token})
 
 
 def lookups(server: Server) -> dict[str, float]:
@@ -85,14 +83,14 @@ def lookups(server: Server) -> dict[str, float]:
 
 
 def test_a_subscription_never_notified_is_looked_up_and_gets_the_offer(server, fake, app_key):
-    reply, _ = ask(server, fake)
+    reply = ask(server, fake)
     assert reply.status == 200, reply.body
     body = apple_model(reply.json())
     assert str(body.promotionalOffer.messageIdentifier) == OFFER_MESSAGE
     assert offer_claims(body.promotionalOffer.promotionalOfferSignatureV2, app_key)["transactionId"] == CUSTOMER
     assert lookups(server).get("found") == 1
     # The state it learnt is kept: the next request needs no lookup, and the offer's one place is taken.
-    again, _ = ask(server, fake)
+    again = ask(server, fake)
     assert again.status == 200 and apple_model(again.json()).message is not None, again.body
     assert lookups(server).get("found") == 1
 
@@ -103,12 +101,11 @@ def test_an_outage_of_apples_api_still_gets_an_answer_that_needs_no_facts(server
     document = state()
     document["environments"]["Production"].update(fault)
     fake.set_state(document)
-    reply, took = ask(server, fake)
+    reply = ask(server, fake)
+    # Not a wait for the hanging API: the answer is the one that needs no facts, and it is a 200, which the service
+    # gives only within its 300 ms (past them it answers 503 deadline_exceeded); the lookup has 200 ms of them.
     assert reply.status == 200, reply.body
     assert str(apple_model(reply.json()).message.messageIdentifier) == MESSAGE
-    # Not a wait for the hanging API: the lookup has 200 ms of the 300 ms budget (the bound is generous, for a
-    # loaded machine; the hang is far longer).
-    assert took < HANG_MS / 2000, took
     # The lookup's outcome is counted when it ends (its own 200 ms timeout for the hang), which on a loaded machine
     # may be just after the answer: wait a little for it, never past the hang.
     deadline = time.monotonic() + HANG_MS / 2000

@@ -167,6 +167,44 @@ struct CatalogRuntimeTests {
         #expect(metrics.contains(#"offer_signer_catalog_version{app="com.example.app"} 2"#))
     }
 
+    @Test("a version published where no signal reaches the watcher is served at the next poll of the clock")
+    func poll() throws {
+        let deployment = try Self.deployment()
+        defer { deployment.remove() }
+        let configuration = try Configuration.read(path: deployment.configurationPath)
+        let unsignalled = TamperedAdminStore()
+        unsignalled.holdWaits()
+        let store = unsignalled.inner
+        _ = try CatalogRuntime.importFileOffers(
+            configuration, editor: Self.editor(store), at: 1, log: Logger(level: .error))
+        let client = try deployment.client()
+        let clock = deployment.clock
+        let runtime = CatalogRuntime(
+            service: client.service, configuration: configuration, store: unsignalled, log: Logger(level: .error))
+        #expect(runtime.refresh() == [Self.bundleId: 1])
+        runtime.start()
+        defer {
+            unsignalled.releaseWaits()
+            runtime.stop()
+        }
+        #expect(clock.scheduled == [.milliseconds(CatalogRuntime.pollInterval)])
+        // Another process publishes: this one's watcher is not told (and its wait does not run out).
+        _ = try Self.publish(store, Self.spring, expectedLatest: 1)
+        clock.advance(by: .milliseconds(CatalogRuntime.pollInterval - 1))
+        runtime.settled()
+        #expect(client.service.snapshot.catalogVersions == [Self.bundleId: 1])
+        clock.advance(by: .milliseconds(1))
+        runtime.settled()
+        #expect(client.service.snapshot.catalogVersions == [Self.bundleId: 2])
+        #expect(
+            try client.post("/v1/signatures/promotional-offer", json: Self.signRequest("spring_sale")).status == 200)
+        // The next poll is set; stopped, there is none.
+        #expect(clock.scheduled == [.milliseconds(CatalogRuntime.pollInterval)])
+        unsignalled.releaseWaits()
+        runtime.stop()
+        #expect(clock.scheduled.isEmpty)
+    }
+
     @Test("a stored version that no longer loads keeps the one served")
     func brokenVersion() throws {
         let deployment = try Self.deployment()

@@ -1,6 +1,7 @@
 import Foundation
 import OfferCore
 import OfferStore
+import OfferTesting
 import Synchronization
 import Testing
 
@@ -52,7 +53,7 @@ struct LedgerPurgerTests {
         let ledger = try Self.ledger()
         let log = LogLines()
         let purger = LedgerPurger(
-            ledger: ledger, retentionDays: 30, clock: { Self.now },
+            ledger: ledger, retentionDays: 30, clock: TestClock(now: Self.now),
             log: Logger(level: .info, writer: log.append, clock: { Self.now }))
         let pass = try purger.purge()
         #expect(pass == LedgerPurger.Pass(signatures: 2, before: Self.now - 30 * Self.day, retentionDays: 30))
@@ -70,27 +71,36 @@ struct LedgerPurgerTests {
         #expect(try purger.purge().signatures == 1)
     }
 
-    @Test("started, it purges at once and then on every interval until stopped")
-    func timer() async throws {
+    @Test("started, it purges at once and then each time the clock passes the interval, until stopped")
+    func timer() throws {
         let ledger = try Self.ledger()
         let log = LogLines()
+        let clock = TestClock(now: Self.now)
         let purger = LedgerPurger(
-            ledger: ledger, retentionDays: 30, clock: { Self.now }, log: Logger(level: .info, writer: log.append))
-        purger.start(every: .milliseconds(20))
-        var waited = 0
-        while log.all.count < 3 && waited < 500 {
-            try await Task.sleep(for: .milliseconds(10))
-            waited += 1
-        }
+            ledger: ledger, retentionDays: 30, clock: clock, log: Logger(level: .info, writer: log.append))
+        purger.start(every: .seconds(3600))
+        // The first pass runs at once, then sets the timer of the next.
+        #expect(clock.waitUntilScheduled())
+        #expect(log.all.count == 1)
+        #expect(log.all.first?.contains("signatures=2") == true)
+        #expect(clock.scheduled == [.seconds(3600)])
+        clock.advance(by: .seconds(3599))
+        #expect(log.all.count == 1)
+        clock.advance(by: .seconds(1))
+        // The timer hands the pass to the purger's queue, which sets the next timer when done.
+        #expect(clock.waitUntilScheduled())
+        #expect(log.all.count == 2)
+        #expect(log.all.last?.contains("signatures=0") == true)
+        #expect(log.all.last?.contains("before=2026-12-16T09:00:00Z") == true, "\(log.all)")
         purger.stop()
-        let lines = log.all
-        #expect(lines.count >= 3)
-        #expect(lines.first?.contains("signatures=2") == true)
-        #expect(lines.dropFirst().allSatisfy { $0.contains("signatures=0") })
-        try await Task.sleep(for: .milliseconds(100))
-        #expect(log.all.count <= lines.count + 1)
-        let stopped = log.all.count
-        try await Task.sleep(for: .milliseconds(100))
-        #expect(log.all.count == stopped)
+        #expect(clock.scheduled.isEmpty)
+        clock.advance(by: .seconds(7200))
+        #expect(log.all.count == 2)
+        // Started again, it purges at once and goes on from there.
+        purger.start(every: .seconds(60))
+        #expect(clock.waitUntilScheduled())
+        #expect(log.all.count == 3)
+        #expect(clock.scheduled == [.seconds(60)])
+        purger.stop()
     }
 }

@@ -114,27 +114,17 @@ final class LookupHarness: @unchecked Sendable {
         fake.requestCount(environment, .subscriptionStatuses)
     }
 
-    /// `lookup.lookUp`, waited for.
+    /// `lookup.lookUp`, waited for (answered without the clock moving).
     func lookUp(
         _ originalTransactionId: String = customer, timeoutMilliseconds: Int = 3000,
         with lookup: (any SubscriptionLookup)? = nil
     ) async -> Result<ServerKnownState?, SubscriptionLookupError> {
-        await timedLookUp(originalTransactionId, timeoutMilliseconds: timeoutMilliseconds, with: lookup).result
-    }
-
-    /// `lookup.lookUp`, waited for, with how long it took until its completion ran (measured there, so a busy test
-    /// runner's delay in resuming the test does not count).
-    func timedLookUp(
-        _ originalTransactionId: String = customer, timeoutMilliseconds: Int = 3000,
-        with lookup: (any SubscriptionLookup)? = nil
-    ) async -> (result: Result<ServerKnownState?, SubscriptionLookupError>, elapsed: Duration) {
         let lookup = lookup ?? self.lookup
-        let started = ContinuousClock.now
         return await withCheckedContinuation { continuation in
             lookup.lookUp(
                 bundleId: Self.bundleId, originalTransactionId: originalTransactionId,
                 timeoutMilliseconds: timeoutMilliseconds
-            ) { continuation.resume(returning: ($0, ContinuousClock.now - started)) }
+            ) { continuation.resume(returning: $0) }
         }
     }
 
@@ -191,7 +181,12 @@ final class LookupHarness: @unchecked Sendable {
 
     /// A promotional offer request for the customer, with `transaction`.
     func ask(_ offer: String, transaction: String) throws -> TestResponse {
-        try client.post(
+        try startAsking(offer, transaction: transaction).wait()
+    }
+
+    /// `ask`, without waiting for the answer.
+    func startAsking(_ offer: String, transaction: String) -> TestClient.Pending {
+        client.startPost(
             "/v1/signatures/promotional-offer",
             PromotionalOfferRequest(
                 bundleId: Self.bundleId, productId: Self.product, offerId: offer,

@@ -15,7 +15,7 @@ struct RouterTests {
         let snapshot = fixture.client.service.snapshot
         return Router(
             routes: routes, middleware: [.api: steps], unmatchedMiddleware: steps, snapshot: { snapshot },
-            clock: fixture.client.clock.read, log: Logger(level: .info, writer: fixture.log.append))
+            clock: fixture.client.clock, log: Logger(level: .info, writer: fixture.log.append))
     }
 
     /// A handler answering with the route it was reached through and its parameters.

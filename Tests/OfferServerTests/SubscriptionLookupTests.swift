@@ -5,6 +5,7 @@ import OfferCore
 import OfferServer
 import OfferStore
 import OfferTesting
+import Synchronization
 import Testing
 
 /// The service's `SubscriptionLookup` against the test kit's fake App Store Server API, in process: what it learns
@@ -64,23 +65,30 @@ struct SubscriptionLookupTests {
         #expect(harness.lookups("not_found") == 1)
     }
 
-    @Test("a slow Apple ends in timeout within the caller's budget, and nothing of its late answer is kept")
-    func timeout() async throws {
-        let harness = try Harness(state: Harness.state(delayMilliseconds: 1000))
-        let (result, elapsed) = await harness.timedLookUp(timeoutMilliseconds: 300)
+    @Test("a slow Apple ends in timeout when the caller's budget passes on the service's clock, not before")
+    func timeout() throws {
+        // Apple answers after a minute of real time, the HTTPS client waits 30 s of it: only the clock ends this.
+        let harness = try Harness(
+            state: Harness.state(delayMilliseconds: 60_000), api: ["timeoutMilliseconds": .int(60_000)])
+        let clock = harness.deployment.clock
+        let outcome = Mutex<Result<ServerKnownState?, SubscriptionLookupError>?>(nil)
+        harness.lookup.lookUp(
+            bundleId: Harness.bundleId, originalTransactionId: Harness.customer, timeoutMilliseconds: 30_000
+        ) { result in outcome.withLock { $0 = result } }
+        #expect(clock.scheduled == [.seconds(30)])
+        clock.advance(by: .milliseconds(29_999))
+        #expect(outcome.withLock { $0 } == nil)
+        clock.advance(by: .milliseconds(1))
+        let result = try #require(outcome.withLock { $0 })
         guard case .failure(let error) = result else {
             Issue.record("expected a timeout, got \(result)")
             return
         }
         #expect(error.code == "timeout")
-        #expect(elapsed < .milliseconds(900), "\(elapsed)")
-        #expect(elapsed >= .milliseconds(280), "\(elapsed)")
+        #expect(error.message == "no answer within 30000 ms")
         #expect(harness.lookups("timeout") == 1)
         #expect(try harness.state() == nil)
-        // The client's own budget is the same 300 ms: the late answer is dropped there, and nothing is kept.
-        try await Task.sleep(for: .milliseconds(1200))
-        #expect(try harness.state() == nil)
-        #expect(harness.lookups("timeout") == 1 && harness.lookups("found") == 0)
+        #expect(clock.scheduled.isEmpty)
     }
 
     @Test("five failures in a row open the breaker: the next lookup fails at once without calling Apple")
@@ -96,8 +104,8 @@ struct SubscriptionLookupTests {
             #expect(error.code == "unavailable")
         }
         #expect(harness.statusCalls() == 5)
-        let (held, elapsed) = await harness.timedLookUp()
-        #expect(elapsed < .milliseconds(200), "\(elapsed)")
+        // Answered without the clock moving: the breaker refuses at once, never at the budget's end.
+        let held = await harness.lookUp()
         guard case .failure(let error) = held else {
             Issue.record("expected circuit_open, got \(held)")
             return
@@ -183,7 +191,7 @@ struct SubscriptionLookupTests {
                     catalog: refusing, verifier: eligibility.verifier, environments: eligibility.environments,
                     usage: harness.service.ledger, states: harness.service.ledger),
                 configuration: "refusing"),
-            ledger: harness.service.ledger, client: try HTTPSClient(), clock: harness.deployment.clock.read,
+            ledger: harness.service.ledger, client: try HTTPSClient(), clock: harness.deployment.clock,
             metrics: Metrics(), log: Logger(level: .error))
         let refused = await harness.lookUp(with: lookup)
         guard case .failure(let refusal) = refused else {
@@ -217,7 +225,7 @@ struct SubscriptionLookupTests {
         let harness = try Harness(state: Harness.state())
         let lookup = AppStoreSubscriptionLookup(
             snapshot: harness.service.snapshot, ledger: RefusingStateLedger(), client: try HTTPSClient(),
-            clock: harness.deployment.clock.read, metrics: Metrics(), log: Logger(level: .error))
+            clock: harness.deployment.clock, metrics: Metrics(), log: Logger(level: .error))
         let result = await harness.lookUp(with: lookup)
         guard case .failure(let error) = result else {
             Issue.record("expected storage_unavailable, got \(result)")

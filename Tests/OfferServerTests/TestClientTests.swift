@@ -64,11 +64,9 @@ struct TestClientTests {
     @Test("a handler that never answers fails the call after the timeout instead of hanging")
     func timeout() throws {
         let client = try client(timeout: .milliseconds(100)) { _, _ in }
-        let started = ContinuousClock.now
         #expect(throws: TestClient.NoAnswer(method: "GET", path: "/never", timeout: .milliseconds(100))) {
             try client.get("/never")
         }
-        #expect(ContinuousClock.now - started < .seconds(5))
     }
 
     @Test("only the first answer counts")

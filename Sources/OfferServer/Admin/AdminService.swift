@@ -69,7 +69,7 @@ public final class AdminService: Sendable {
         router.withLock { $0 = made }
     }
 
-    public var clock: OfferService.Clock { service.clock }
+    public var clock: any Clock { service.clock }
     public var log: Logger { service.log }
     public var metrics: Metrics { service.metrics }
 

@@ -28,7 +28,8 @@ struct RetentionRoutes: Sendable {
     static let pattern = "/v1/apple/retention/{bundleId}"
 
     /// Where a decision goes on after a lookup or a refusal by the ledger, off the thread that told it (the lookup's,
-    /// the ledger's writer): a serial queue of its own, as `RetentionReply.timers`, so it always gets a thread.
+    /// the ledger's writer, the clock's): a serial queue of its own, as `SystemClock`'s timers, so it always gets a
+    /// thread.
     static let continuations = DispatchQueue(label: "offer-signer.retention.continuations")
 
     let issuer: SignatureIssuer
@@ -108,25 +109,20 @@ struct RetentionRoutes: Sendable {
     /// Asks the App Store Server API for the subscription, and decides on what it tells within the lookup budget
     /// (what is left of it), or on no facts once the budget is spent: a late answer is not waited for.
     private func lookUp(_ pending: Pending, with lookup: any SubscriptionLookup) {
-        let elapsed = Int64((MonotonicClock.nanoseconds() &- pending.context.started) / 1_000_000)
-        let budget = Self.lookupBudget - elapsed
-        guard budget > 0 else {
+        let clock = pending.context.clock
+        let budget = .milliseconds(Self.lookupBudget) - clock.elapsed(since: pending.context.started)
+        guard budget > .zero else {
             decide(pending, customer: nil)
             return
-        }
-        let once = Atomic<Bool>(false)
-        let proceed: @Sendable (Result<ServerKnownState?, SubscriptionLookupError>) -> Void = { result in
-            guard !once.exchange(true, ordering: .acquiringAndReleasing) else { return }
-            // Off the lookup's thread (or the timer's): it must not carry the decision and the signing.
-            Self.continuations.async { looked(pending, result) }
-        }
-        RetentionReply.timers.asyncAfter(deadline: .now() + .milliseconds(Int(budget))) {
-            proceed(.failure(SubscriptionLookupError("timeout", "no answer within the retention lookup budget")))
         }
         lookup.lookUp(
             bundleId: pending.request.app.bundleId,
             originalTransactionId: pending.request.payload.originalTransactionId,
-            timeoutMilliseconds: Int(budget), completion: proceed)
+            within: budget, clock: clock
+        ) { result in
+            // Off the lookup's thread (or the clock's): it must not carry the decision and the signing.
+            Self.continuations.async { looked(pending, result) }
+        }
     }
 
     private func looked(_ pending: Pending, _ result: Result<ServerKnownState?, SubscriptionLookupError>) {

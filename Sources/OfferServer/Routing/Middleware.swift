@@ -47,7 +47,7 @@ public struct MetricsMiddleware: Middleware {
 
     public func after(_ request: HTTPRequest, _ context: RequestContext, _ response: inout HTTPResponse) {
         metrics.increment(.requests, ["route": context.route, "status": String(response.status)])
-        let elapsed = Int((MonotonicClock.nanoseconds() &- context.started) / 1000)
+        let elapsed = Int((context.clock.uptimeNanoseconds &- context.started) / 1000)
         metrics.observe(.requestDuration, ["route": context.route], microseconds: elapsed)
         let facts = context.recorded
         let app = facts.app ?? "none"
@@ -91,7 +91,7 @@ public struct AccessLogMiddleware: Middleware {
 
     public func after(_ request: HTTPRequest, _ context: RequestContext, _ response: inout HTTPResponse) {
         guard context.log.isEnabled(.info) else { return }
-        let elapsed = Double(MonotonicClock.nanoseconds() &- context.started) / 1_000_000
+        let elapsed = Double(context.clock.uptimeNanoseconds &- context.started) / 1_000_000
         var fields: [(String, String)] = [
             ("method", request.method), ("route", context.route), ("status", String(response.status)),
             ("duration_ms", String(Double(Int(elapsed * 1000)) / 1000)),

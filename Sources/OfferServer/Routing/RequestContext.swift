@@ -18,7 +18,9 @@ public final class RequestContext: Sendable {
     /// The configuration in force when the request arrived; a reload meanwhile does not change it.
     public let snapshot: Snapshot
     public let log: Logger
-    /// Monotonic nanoseconds at arrival, for the duration in the access log.
+    /// The service's clock, for what the request measures and waits for.
+    let clock: any Clock
+    /// The clock's `uptimeNanoseconds` at arrival: the request's duration and the deadlines counted from it.
     let started: UInt64
     private let facts = Mutex(Facts())
     private let identity = Mutex<AdminCaller?>(nil)
@@ -52,7 +54,7 @@ public final class RequestContext: Sendable {
 
     init(
         requestId: String, route: String, parameters: [String: String], clientAddress: String?, now: Int64,
-        snapshot: Snapshot, log: Logger, started: UInt64
+        snapshot: Snapshot, log: Logger, clock: any Clock, started: UInt64
     ) {
         self.requestId = requestId
         self.route = route
@@ -61,6 +63,7 @@ public final class RequestContext: Sendable {
         self.now = now
         self.snapshot = snapshot
         self.log = log
+        self.clock = clock
         self.started = started
     }
 

@@ -13,14 +13,14 @@ public final class Router: Sendable {
     let unmatchedMiddleware: [any Middleware]
     /// The configuration a request starts with.
     let snapshot: @Sendable () -> Snapshot
-    let clock: @Sendable () -> Int64
+    let clock: any Clock
     let log: Logger
     let requestIds = RequestIds()
 
     /// `routes`: the table (no two with the same method and pattern). `middleware`: per group, in order.
     public init(
         routes: [Route], middleware: [Route.Group: [any Middleware]], unmatchedMiddleware: [any Middleware],
-        snapshot: @escaping @Sendable () -> Snapshot, clock: @escaping @Sendable () -> Int64, log: Logger
+        snapshot: @escaping @Sendable () -> Snapshot, clock: any Clock, log: Logger
     ) {
         self.routes = routes
         self.middleware = middleware
@@ -32,7 +32,7 @@ public final class Router: Sendable {
 
     /// The HTTP server's handler.
     @Sendable public func handle(_ request: HTTPRequest, _ responder: Responder) {
-        let started = MonotonicClock.nanoseconds()
+        let started = clock.uptimeNanoseconds
         let requestId = requestIds.take(offered: request.headers["x-request-id"])
         var matched: (Route, [String: String])?
         var allowed: [String] = []
@@ -50,8 +50,8 @@ public final class Router: Sendable {
         }
         let context = RequestContext(
             requestId: requestId, route: matched?.0.pattern.description ?? pattern,
-            parameters: matched?.1 ?? [:], clientAddress: request.clientAddress, now: clock(), snapshot: snapshot(),
-            log: log.with("request_id", requestId), started: started)
+            parameters: matched?.1 ?? [:], clientAddress: request.clientAddress, now: clock.now, snapshot: snapshot(),
+            log: log.with("request_id", requestId), clock: clock, started: started)
         guard let (route, _) = matched else {
             var error: any Error =
                 allowed.isEmpty

@@ -29,7 +29,7 @@ public final class AppStoreSubscriptionLookup: SubscriptionLookup {
     private let current: Mutex<Current>
     private let client: HTTPSClient
     private let ledger: (any Ledger)?
-    private let clock: @Sendable () -> Int64
+    private let clock: any Clock
     private let metrics: Metrics
     private let log: Logger
 
@@ -37,9 +37,9 @@ public final class AppStoreSubscriptionLookup: SubscriptionLookup {
     ///   - snapshot: the configuration in force (its catalog, verifier and trusted environments).
     ///   - ledger: where what is learnt is recorded; `nil` (no storage): lookups answer without recording.
     ///   - client: the one HTTPS client every app's calls share.
-    ///   - clock: Unix milliseconds, for the clients (tokens, cache, breakers) and `updatedAt`.
+    ///   - clock: the service's: `now` for the clients (tokens, cache, breakers) and `updatedAt`; the lookups' deadlines.
     public init(
-        snapshot: Snapshot, ledger: (any Ledger)?, client: HTTPSClient, clock: @escaping @Sendable () -> Int64,
+        snapshot: Snapshot, ledger: (any Ledger)?, client: HTTPSClient, clock: any Clock,
         metrics: Metrics, log: Logger
     ) {
         self.client = client
@@ -51,18 +51,18 @@ public final class AppStoreSubscriptionLookup: SubscriptionLookup {
             Current(
                 eligibility: snapshot.eligibility,
                 apis: AppStoreServerAPIs(
-                    catalog: snapshot.catalog, client: client, clock: clock, events: { metrics.record($0) })))
+                    catalog: snapshot.catalog, client: client, clock: { clock.now }, events: { metrics.record($0) })))
     }
 
     /// Looks up with `snapshot`'s configuration from now on (a reload): apps whose API settings, key and
     /// `appAppleId` are unchanged keep their client, cache and breakers; the others get new ones.
     public func update(_ snapshot: Snapshot) {
-        let metrics = metrics
+        let (metrics, clock) = (metrics, clock)
         current.withLock { current in
             current = Current(
                 eligibility: snapshot.eligibility,
                 apis: AppStoreServerAPIs(
-                    catalog: snapshot.catalog, client: client, clock: clock, events: { metrics.record($0) },
+                    catalog: snapshot.catalog, client: client, clock: { clock.now }, events: { metrics.record($0) },
                     reusing: current.apis))
         }
     }
@@ -83,21 +83,21 @@ public final class AppStoreSubscriptionLookup: SubscriptionLookup {
             return
         }
         let metrics = metrics
-        let finish = Once { (result: Result<ServerKnownState?, SubscriptionLookupError>) in
+        let budget = max(1, timeoutMilliseconds)
+        let finish = FirstAnswer<Result<ServerKnownState?, SubscriptionLookupError>>(
+            clock: clock, deadline: .milliseconds(budget),
+            expired: { .failure(SubscriptionLookupError("timeout", "no answer within \(budget) ms")) }
+        ) { result in
             metrics.increment(.subscriptionLookups, ["app": app.bundleId, "result": Self.label(result)])
             completion(result)
-        }
-        let budget = max(1, timeoutMilliseconds)
-        DispatchQueue.global().asyncAfter(deadline: .now() + .milliseconds(budget)) {
-            finish(.failure(SubscriptionLookupError("timeout", "no answer within \(budget) ms")))
         }
         api.subscriptionStatuses(transactionId: originalTransactionId, timeoutMilliseconds: budget) { [self] result in
             switch result {
             case .failure(let error):
                 if error.code == .notFound {
-                    finish(.success(nil))
+                    finish.answer(.success(nil))
                 } else {
-                    finish(.failure(Self.lookupError(error)))
+                    finish.answer(.failure(Self.lookupError(error)))
                 }
             case .success(let response):
                 // Verifying and recording take the time of a few signature checks and a commit: not on the client's
@@ -112,12 +112,12 @@ public final class AppStoreSubscriptionLookup: SubscriptionLookup {
     /// Verifies Apple's answer, picks the subscription and records what it teaches.
     private func keep(
         _ response: StatusResponse, of app: Catalog.App, _ originalTransactionId: String,
-        eligibility: EligibilityService, finish: Once<Result<ServerKnownState?, SubscriptionLookupError>>
+        eligibility: EligibilityService, finish: FirstAnswer<Result<ServerKnownState?, SubscriptionLookupError>>
     ) {
         if app.definition.sandbox == .refuse,
             LedgerNamespace(environment: response.environment?.rawValue) == .sandbox
         {
-            finish(
+            finish.answer(
                 .failure(
                     SubscriptionLookupError(
                         "untrusted", "wrong_environment: Apple answered from Sandbox and the app refuses Sandbox data"))
@@ -128,23 +128,23 @@ public final class AppStoreSubscriptionLookup: SubscriptionLookup {
         do {
             subscriptions = try response.verified(
                 with: eligibility.verifier, trust: eligibility.trust(app), appAppleId: app.definition.appAppleId,
-                now: clock())
+                now: clock.now)
         } catch {
-            finish(.failure(SubscriptionLookupError("untrusted", error.description)))
+            finish.answer(.failure(SubscriptionLookupError("untrusted", error.description)))
             return
         }
         guard let subscription = subscriptions.first(where: { $0.originalTransactionId == originalTransactionId }),
             let item = response.lastTransactions.first(where: { $0.originalTransactionId == originalTransactionId }),
             let signedTransaction = item.signedTransactionInfo
         else {
-            finish(.success(nil))
+            finish.answer(.success(nil))
             return
         }
-        let receivedAt = clock()
+        let receivedAt = clock.now
         let state = ServerKnownState(
             signedTransaction: signedTransaction, signedRenewalInfo: item.signedRenewalInfo, updatedAt: receivedAt)
         guard let ledger else {
-            finish(.success(state))
+            finish.answer(.success(state))
             return
         }
         let update = SubscriptionUpdate(
@@ -154,12 +154,13 @@ public final class AppStoreSubscriptionLookup: SubscriptionLookup {
         ledger.recordState(update) { [log] result in
             switch result {
             case .success:
-                finish(.success(state))
+                finish.answer(.success(state))
             case .failure(let error):
                 log.error(
                     "ledger failure recording a looked-up subscription",
                     [("app", app.bundleId), ("kind", error.kind.rawValue), ("error", error.description)])
-                finish(.failure(SubscriptionLookupError("storage_unavailable", "the ledger could not record it")))
+                finish.answer(
+                    .failure(SubscriptionLookupError("storage_unavailable", "the ledger could not record it")))
             }
         }
     }
@@ -184,18 +185,5 @@ public final class AppStoreSubscriptionLookup: SubscriptionLookup {
         case .success(nil): return "not_found"
         case .failure(let error): return error.code
         }
-    }
-}
-
-/// A completion that runs once, for the first of several outcomes (an answer and a deadline); later ones are dropped.
-final class Once<Value: Sendable>: Sendable {
-    private let done = Atomic<Bool>(false)
-    private let body: @Sendable (Value) -> Void
-
-    init(_ body: @escaping @Sendable (Value) -> Void) { self.body = body }
-
-    func callAsFunction(_ value: Value) {
-        guard !done.exchange(true, ordering: .acquiringAndReleasing) else { return }
-        body(value)
     }
 }

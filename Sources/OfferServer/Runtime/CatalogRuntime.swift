@@ -6,11 +6,14 @@ import Synchronization
 /// Keeps a running service on the catalog it should serve: the configuration file's offers, or (`catalog:
 /// "storage"`) each app's newest published version. A SIGHUP reload goes through `apply`; with the storage, a
 /// watcher of its own waits for publishes (`AdminStore.waitForCatalogChange`: PostgreSQL's NOTIFY from any replica,
-/// an in-process signal for SQLite and memory) and asks the newest versions at least every `pollInterval`, so every
-/// replica serves a new version within seconds, and one published by another process on the same SQLite file too.
-/// Reloads and the watcher take turns: one configuration and one set of versions at a time.
+/// an in-process signal for SQLite and memory; the wait lasts at most `pollInterval`, real time, and the store is
+/// asked when it ends), and a timer of the service's clock asks the newest versions every `pollInterval` whatever
+/// was signalled, so every replica serves a new version within seconds, and one published by another process on
+/// the same SQLite file too. Reloads, the watcher and the polls take turns: one configuration
+/// and one set of versions at a time.
 public final class CatalogRuntime: Sendable {
-    /// How long the watcher waits for a publish's signal before asking the store anyway.
+    /// How often, in milliseconds, the store is asked for its newest versions, signalled or not; also the longest
+    /// the watcher's wait for a signal lasts, so `stop` waits at most that long for it.
     public static let pollInterval = 2000
 
     private let service: OfferService
@@ -20,6 +23,10 @@ public final class CatalogRuntime: Sendable {
     private let configuration: Mutex<Configuration>
     private let running = Atomic<Bool>(false)
     private let stopped = DispatchSemaphore(value: 0)
+    /// Where the polls run, off the clock's thread (a poll reads the store).
+    private let polls = DispatchQueue(label: "offer-signer.catalog.poll", qos: .utility)
+    /// The timer of the next poll, while the watcher runs.
+    private let nextPoll = Mutex<ScheduledWork?>(nil)
 
     public init(service: OfferService, configuration: Configuration, store: (any AdminStore)?, log: Logger) {
         self.service = service
@@ -74,11 +81,12 @@ public final class CatalogRuntime: Sendable {
         }
     }
 
-    /// Starts the watcher (only for `catalog: "storage"` with a store).
+    /// Starts the watcher and the polls (only for `catalog: "storage"` with a store).
     public func start() {
         guard let store, current.settings.catalog == .storage, !running.exchange(true, ordering: .acquiringAndReleasing)
         else { return }
-        // A queue of its own: the watcher blocks in the store's wait, never on an HTTP worker.
+        // A queue of its own: the watcher blocks in the store's wait, never on an HTTP worker, and asks the store
+        // when it wakes, signalled or not (a signal given between two waits is not lost for longer than one wait).
         DispatchQueue(label: "offer-signer.catalog.watch", qos: .utility).async { [self] in
             while running.load(ordering: .acquiring) {
                 _ = store.waitForCatalogChange(milliseconds: Self.pollInterval)
@@ -87,13 +95,32 @@ public final class CatalogRuntime: Sendable {
             }
             stopped.signal()
         }
+        schedulePoll()
     }
 
-    /// Stops the watcher and waits for it (at most one wait of `pollInterval`).
+    /// Stops the watcher and the polls, and waits for the watcher (at most one wait of `pollInterval`).
     public func stop() {
         guard running.exchange(false, ordering: .acquiringAndReleasing) else { return }
+        nextPoll.withLock { $0.take() }?.cancel()
         stopped.wait()
     }
+
+    /// The next poll, `pollInterval` from now on the service's clock: it refreshes on `polls`, then sets the next.
+    private func schedulePoll() {
+        nextPoll.withLock { next in
+            guard running.load(ordering: .acquiring) else { return }
+            next = service.clock.schedule(after: .milliseconds(Self.pollInterval)) { [weak self] in
+                self?.polls.async { [weak self] in
+                    guard let self, running.load(ordering: .acquiring) else { return }
+                    refresh()
+                    schedulePoll()
+                }
+            }
+        }
+    }
+
+    /// Returns once the polls handed over so far have run (tests: after a step of the clock).
+    func settled() { polls.sync {} }
 
     /// `catalog: "storage"`: gives every app of `configuration` without a published version its file's offers and
     /// retention entries as version 1, through `editor` (validated, audited as `catalog.import` by `file`). An app

@@ -5,22 +5,23 @@ import Synchronization
 
 /// The ledger's retention: deletes the signature records older than `ledgerRetentionDays` into per-offer daily
 /// totals (`Ledger.purge`), and clears the answers kept with `Idempotency-Key`s past their 24 hours. The service
-/// runs it at start and then every hour on a queue of its own; `offer-signer ledger purge` runs one pass. Each pass
+/// runs it at start and then every hour (a timer of the service's clock) on a queue of its own; `offer-signer ledger purge` runs one pass. Each pass
 /// logs one line (how many records, up to when), never a customer key.
 public final class LedgerPurger: Sendable {
     /// How often the service purges.
     public static let interval = Duration.seconds(3600)
 
     private let ledger: any Ledger
-    private let clock: OfferService.Clock
+    private let clock: any Clock
     private let log: Logger
     private let days: Mutex<Int>
     private let queue = DispatchQueue(label: "offer-signer.ledger.purge", qos: .utility)
-    /// Which run of `start` may go on: `start` and `stop` each move it on, so the passes an earlier run scheduled
-    /// do nothing.
-    private let generation = Mutex(0)
+    /// Which run of `start` may go on (`start` and `stop` each move it on, so the passes an earlier run scheduled
+    /// do nothing), and the timer of its next pass.
+    private let run = Mutex<(generation: Int, next: ScheduledWork?)>((0, nil))
 
-    public init(ledger: any Ledger, retentionDays: Int, clock: @escaping OfferService.Clock, log: Logger) {
+    /// `clock`: the date a pass purges up to (`now`), and the timer of the passes.
+    public init(ledger: any Ledger, retentionDays: Int, clock: any Clock, log: Logger) {
         self.ledger = ledger
         self.clock = clock
         self.log = log
@@ -47,7 +48,7 @@ public final class LedgerPurger: Sendable {
     /// One pass, now: the records issued more than `retentionDays` ago are purged. Logs one line.
     @discardableResult
     public func purge() throws(LedgerError) -> Pass {
-        let now = clock()
+        let now = clock.now
         let days = retentionDays
         let before = now - Int64(days) * UsageKey.day
         let pass = Pass(signatures: try ledger.purge(before: before, now: now), before: before, retentionDays: days)
@@ -60,29 +61,36 @@ public final class LedgerPurger: Sendable {
         return pass
     }
 
-    /// Purges at once and then every `interval`, one pass at a time on a queue of its own, until `stop`. A pass
-    /// that fails is logged and the next one tries again.
+    /// Purges at once and then every `interval` on the clock, one pass at a time on a queue of its own, until
+    /// `stop`. A pass that fails is logged and the next one tries again.
     public func start(every interval: Duration = LedgerPurger.interval) {
-        let run = generation.withLock { generation in
-            generation += 1
-            return generation
+        let generation = run.withLock { run in
+            run.generation += 1
+            run.next.take()?.cancel()
+            return run.generation
         }
-        let (seconds, attoseconds) = interval.components
-        let milliseconds = max(1, Int(seconds) * 1000 + Int(attoseconds / 1_000_000_000_000_000))
-        queue.async { [weak self] in self?.pass(run, every: .milliseconds(milliseconds)) }
+        queue.async { [weak self] in self?.pass(generation, every: interval) }
     }
 
     /// No more passes; one under way finishes.
     public func stop() {
-        generation.withLock { $0 += 1 }
+        run.withLock { run in
+            run.generation += 1
+            run.next.take()?.cancel()
+        }
     }
 
-    /// A pass of the run `run` (started by `start`), unless it was stopped or started again since, and the next
-    /// one scheduled.
-    private func pass(_ run: Int, every interval: DispatchTimeInterval) {
-        guard generation.withLock({ $0 == run }) else { return }
+    /// A pass of the run `generation` (started by `start`), unless it was stopped or started again since, and the
+    /// next one scheduled: its timer only hands the pass to the queue, off the clock's thread.
+    private func pass(_ generation: Int, every interval: Duration) {
+        guard run.withLock({ $0.generation == generation }) else { return }
         purgeLogged()
-        queue.asyncAfter(deadline: .now() + interval) { [weak self] in self?.pass(run, every: interval) }
+        run.withLock { run in
+            guard run.generation == generation else { return }
+            run.next = clock.schedule(after: interval) { [weak self] in
+                self?.queue.async { [weak self] in self?.pass(generation, every: interval) }
+            }
+        }
     }
 
     private func purgeLogged() {

@@ -9,8 +9,6 @@ import Synchronization
 /// nonce source, metrics and the log, the lookups at Apple, and the router with every route. `handle` is the HTTP
 /// server's handler; tests call it in process.
 public final class OfferService: Sendable {
-    /// Wall clock in Unix milliseconds; tests pass a fixed one.
-    public typealias Clock = @Sendable () -> Int64
     /// A fresh lowercase UUID per signature (by default a version 7 UUID at the clock's time: in time order, so
     /// the ledger's index on nonces grows at its end); tests pass fixed ones.
     public typealias NonceSource = @Sendable () -> String
@@ -18,7 +16,8 @@ public final class OfferService: Sendable {
     private let current: SnapshotBox
     /// Records issued signatures and enforces offer `limits`; `nil` when there is no storage.
     public let ledger: (any Ledger)?
-    public let clock: Clock
+    /// The service's time: `now`, and the timers of its deadlines (`SystemClock`; tests pass a `TestClock`).
+    public let clock: any Clock
     public let nonce: NonceSource
     public let metrics: Metrics
     public let log: Logger
@@ -35,7 +34,7 @@ public final class OfferService: Sendable {
     /// none. `lookup`: where a retention request's facts are looked up when the ledger holds no state for the
     /// subscription, in place of `subscriptionLookup` (tests pass their own).
     public init(
-        snapshot: Snapshot, ledger: (any Ledger)?, rateLimit: Settings.RateLimit? = nil, clock: @escaping Clock,
+        snapshot: Snapshot, ledger: (any Ledger)?, rateLimit: Settings.RateLimit? = nil, clock: any Clock,
         nonce: NonceSource? = nil, metrics: Metrics = Metrics(),
         log: Logger = Logger(level: .info), appStoreClient: HTTPSClient? = nil,
         lookup: (any SubscriptionLookup)? = nil
@@ -44,7 +43,7 @@ public final class OfferService: Sendable {
         self.current = current
         self.ledger = ledger
         self.clock = clock
-        let nonce = nonce ?? { SecureRandom.uuidV7(milliseconds: clock()) }
+        let nonce = nonce ?? { SecureRandom.uuidV7(milliseconds: clock.now) }
         self.nonce = nonce
         self.metrics = metrics
         self.log = log

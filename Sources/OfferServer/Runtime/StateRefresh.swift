@@ -5,7 +5,7 @@ import OfferCore
 /// Before a decision that can wait (the signature routes, `/v1/eligibility`): when the app's
 /// `appStoreServerAPI.refreshAfterSeconds` says the newest data the service has for the request's subscription is
 /// too old (`EligibilityService.refresh`), the subscription is looked up at Apple first, waiting at most the app's
-/// `refreshTimeoutMilliseconds`. What the lookup learns is in the ledger's server-known state by the time the
+/// `refreshTimeoutMilliseconds` on the service's clock (the first of the lookup's answer and that deadline). What the lookup learns is in the ledger's server-known state by the time the
 /// decision reads it, so the freshest facts win as they do for notifications. A lookup that fails is logged and
 /// counted, and the decision goes on with what is known: Apple being slow or down never fails a request.
 ///
@@ -31,7 +31,7 @@ struct StateRefresh: Sendable {
         }
         lookup.lookUp(
             bundleId: refresh.bundleId, originalTransactionId: refresh.originalTransactionId,
-            timeoutMilliseconds: refresh.timeoutMilliseconds
+            within: .milliseconds(refresh.timeoutMilliseconds), clock: context.clock
         ) { result in
             let outcome: String
             switch result {

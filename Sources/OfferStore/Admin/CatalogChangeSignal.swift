@@ -1,33 +1,43 @@
 import Dispatch
 import Synchronization
 
-#if canImport(Glibc)
-    import Glibc
-#endif
-
 /// Wakes the threads waiting for a catalog change in this process: a publish signals, `wait` returns when one
-/// happened since it began (or since a generation read before), or when its time is up, never later.
+/// happened since it began (or since a generation read before), or when its time is up, never later. A waiter
+/// sleeps on a semaphore of its own until a signal wakes it or its time runs out: no polling.
 final class CatalogChangeSignal: Sendable {
-    private let counter = Mutex<UInt64>(0)
+    private struct State {
+        var generation: UInt64 = 0
+        var waiters: [DispatchSemaphore] = []
+    }
+
+    private let state = Mutex(State())
 
     /// The number of signals so far: read it, then `wait(since:milliseconds:)` wakes for any signal after it.
-    var generation: UInt64 { counter.withLock { $0 } }
+    var generation: UInt64 { state.withLock { $0.generation } }
 
-    func signal() { counter.withLock { $0 &+= 1 } }
+    func signal() {
+        let waiters = state.withLock { state in
+            state.generation &+= 1
+            defer { state.waiters = [] }
+            return state.waiters
+        }
+        for waiter in waiters { waiter.signal() }
+    }
 
     func wait(milliseconds: Int) -> Bool { wait(since: generation, milliseconds: milliseconds) }
 
     /// `true` as soon as the generation is no longer `start`; `false` once `milliseconds` passed without.
     func wait(since start: UInt64, milliseconds: Int) -> Bool {
-        let deadline = Deadline(milliseconds: milliseconds)
-        // A short sleep loop, not a condition variable: publishes are rare and the watcher's latency of 50 ms is
-        // far inside the "within seconds" it owes.
-        while generation == start {
-            let remaining = deadline.remainingMilliseconds
-            guard remaining > 0 else { return false }
-            usleep(UInt32(min(remaining, 50)) * 1000)
+        let waiter = DispatchSemaphore(value: 0)
+        let changed = state.withLock { state in
+            guard state.generation == start else { return true }
+            state.waiters.append(waiter)
+            return false
         }
-        return true
+        if changed { return true }
+        if waiter.wait(timeout: .now() + .milliseconds(max(0, milliseconds))) == .success { return true }
+        state.withLock { $0.waiters.removeAll { $0 === waiter } }
+        return generation != start
     }
 
     /// The signal of every admin store on the SQLite file at `path` in this process, so a publish through one wakes

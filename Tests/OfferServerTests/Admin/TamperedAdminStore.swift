@@ -1,12 +1,22 @@
+import Dispatch
 import OfferCore
 import OfferStore
 import Synchronization
 
 /// A `MemoryAdminStore` whose stored audit entries someone can edit, delete and truncate behind the service's back,
-/// as one with access to the database could: `tamper` changes what the audit reads return from then on.
+/// as one with access to the database could: `tamper` changes what the audit reads return from then on; `holdWaits`
+/// keeps `waitForCatalogChange` from returning until `releaseWaits`, as a watcher no publish reaches (another
+/// process's on a SQLite file) whose wait has not run out.
 final class TamperedAdminStore: AdminStore {
     let inner = SQLAdminStore.inMemory()
     private let change = Mutex<@Sendable ([AuditEntry]) -> [AuditEntry]>({ $0 })
+    private let held = Mutex<DispatchSemaphore?>(nil)
+
+    /// From now on `waitForCatalogChange` waits, whatever is published, until `releaseWaits`.
+    func holdWaits() { held.withLock { $0 = DispatchSemaphore(value: 0) } }
+
+    /// Ends the waits held (they return `false`), and holds no more.
+    func releaseWaits() { held.withLock { $0.take() }?.signal() }
 
     /// From now on the stored entries (oldest first) read as `edit` makes them.
     func tamper(_ edit: @escaping @Sendable ([AuditEntry]) -> [AuditEntry]) { change.withLock { $0 = edit } }
@@ -53,7 +63,12 @@ final class TamperedAdminStore: AdminStore {
             bundleId: bundleId, document: document, message: message, author: author, expectedLatest: expectedLatest,
             draftRevision: draftRevision, at: at, audit: audit)
     }
-    func waitForCatalogChange(milliseconds: Int) -> Bool { inner.waitForCatalogChange(milliseconds: milliseconds) }
+    func waitForCatalogChange(milliseconds: Int) -> Bool {
+        guard let gate = held.withLock({ $0 }) else { return inner.waitForCatalogChange(milliseconds: milliseconds) }
+        gate.wait()
+        gate.signal()  // the next waiter held passes too
+        return false
+    }
     func appendAudit(_ record: AuditRecord) throws(LedgerError) -> AuditEntry { try inner.appendAudit(record) }
     func createToken(_ token: AdminToken, hash: [UInt8], audit: AuditRecord) throws {
         try inner.createToken(token, hash: hash, audit: audit)

@@ -105,7 +105,7 @@ struct IdempotencyTests {
             snapshot: try OfferService.snapshot(
                 configuration, catalog: try Catalog.load(configuration.apps, loadKey: PrivateKeyFile.load),
                 ledger: ledger),
-            ledger: ledger, clock: deployment.clock.read, nonce: nonces.next, log: Logger(level: .error))
+            ledger: ledger, clock: deployment.clock, nonce: nonces.next, log: Logger(level: .error))
         let client = TestClient(service: service, clock: deployment.clock, nonces: nonces)
         let request = Fixture.promotionalRequest(
             offerId: "once_only", signedData: try Self.customer(deployment), format: format)

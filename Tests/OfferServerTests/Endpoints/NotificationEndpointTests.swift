@@ -373,7 +373,7 @@ struct NotificationEndpointTests {
             snapshot: try OfferService.snapshot(
                 configuration, catalog: try Catalog.load(configuration.apps, loadKey: PrivateKeyFile.load),
                 ledger: ledger),
-            ledger: ledger, clock: deployment.clock.read, nonce: nonces.next, log: Logger(level: .error))
+            ledger: ledger, clock: deployment.clock, nonce: nonces.next, log: Logger(level: .error))
         let client = TestClient(service: service, clock: deployment.clock, nonces: nonces)
         let test = try Self.notification(deployment, type: "TEST", uuid: "eeeeeeee-eeee-4eee-8eee-eeeeeeeeeeee")
         ledger.failing.withLock { $0 = true }

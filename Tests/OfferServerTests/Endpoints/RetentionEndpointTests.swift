@@ -374,58 +374,78 @@ struct RetentionEndpointTests {
         }
     }
 
-    @Test("a lookup that fails, or does not answer within its budget, is not waited for: no facts decide")
+    @Test("a lookup that fails, or does not answer within its 200 ms budget, is not waited for: no facts decide")
     func lookupNotWaitedFor() throws {
         for answer in [FakeLookup.Answer.never, .late(.milliseconds(1000)), .failure] {
             let lookup = FakeLookup()
             lookup.behaviour = answer
             try Self.withService(lookup: lookup) { service in
+                let clock = service.deployment.clock
+                lookup.clock = clock
                 let (transaction, _) = Self.state(service.deployment)
                 lookup.answer = .success(
                     ServerKnownState(
                         signedTransaction: try service.deployment.authority.sign(transaction), signedRenewalInfo: nil,
                         updatedAt: service.deployment.clock.now))
-                let started = ContinuousClock.now
-                let response = try service.client.post(Self.path, try Self.request(service.deployment))
-                let elapsed = ContinuousClock.now - started
+                let pending = service.client.startPost(Self.path, try Self.request(service.deployment))
+                if answer != .failure {
+                    // The lookup's budget and the reply's deadline are set before the lookup is asked (the fake's
+                    // late answer after it); nothing can answer before the clock moves.
+                    #expect(clock.waitUntilScheduled(2))
+                    let timers: [Duration] = [.milliseconds(200), .milliseconds(300)]
+                    #expect(clock.scheduled.prefix(2) == timers[...], "\(answer)")
+                    clock.advance(by: .milliseconds(199))
+                    #expect(!pending.isAnswered, "\(answer)")
+                    clock.advance(by: .milliseconds(1))
+                }
+                let response = try pending.wait()
                 #expect(try Self.answer(response) == .message(messageIdentifier: Self.anyMessage), "\(answer)")
-                #expect(elapsed < .milliseconds(300), "\(answer): \(elapsed)")
-                if answer != .failure { #expect(elapsed >= .milliseconds(190), "\(answer): \(elapsed)") }
+                #expect(Self.count(service, answer: "message", facts: "none") == 1, "\(answer)")
                 #expect(lookup.calls.count == 1)
+                // Answered, the reply's deadline is cancelled; the late answer, when it comes, is dropped.
+                #expect(clock.scheduled == (answer == .late(.milliseconds(1000)) ? [.milliseconds(800)] : []))
+                clock.advance(by: .seconds(1))
+                #expect(Self.count(service, answer: "message", facts: "lookup") == 0)
+                #expect(Self.count(service, answer: "message", facts: "none") == 1)
             }
         }
     }
 
-    @Test("an answer not ready in 300 ms is 503; the signature recorded later is the retry's answer, once")
+    @Test(
+        "an answer not ready 300 ms after the request arrived is 503; the signature recorded later is the retry's answer, once"
+    )
     func deadline() throws {
-        let ledger = SlowLedger(delay: .milliseconds(600))
+        let ledger = HeldLedger()
         try Self.withService(ledger: ledger) { service in
             try Self.notify(service)
+            let clock = service.deployment.clock
             let request = try Self.request(service.deployment)
-            let started = ContinuousClock.now
-            let late = try service.client.post(Self.path, request)
-            let elapsed = ContinuousClock.now - started
-            #expect(late.status == 503, "\(late)")
-            #expect(late.errorCode == .deadlineExceeded)
-            #expect(elapsed >= .milliseconds(295) && elapsed < .milliseconds(400), "\(elapsed)")
+            let late = service.client.startPost(Self.path, request)
+            // The signature reaches the ledger, which holds it: only the deadline can answer now.
+            #expect(ledger.waitUntilHeld())
+            #expect(clock.scheduled == [.milliseconds(300)])
+            clock.advance(by: .milliseconds(299))
+            #expect(!late.isAnswered)
+            clock.advance(by: .milliseconds(1))
+            let answer = try late.wait()
+            #expect(answer.status == 503, "\(answer)")
+            #expect(answer.errorCode == .deadlineExceeded)
             #expect(Self.count(service, answer: "deadline", facts: "state") == 1)
-            // The record commits meanwhile; Apple's retry gets the signature, and nothing more is recorded.
-            let recorded = try #require(
-                try (0..<100).lazy.compactMap { _ -> IssuedSignature? in
-                    Thread.sleep(forTimeInterval: 0.02)
-                    return try ledger.history(customerKey: Self.customer).first
-                }.first)
+            // The record commits after the deadline; Apple's retry gets the signature, and nothing more is recorded.
+            ledger.release()
+            let recorded = try #require(try ledger.history(customerKey: Self.customer).first)
+            #expect(service.log.all.contains { $0.contains("retention offer recorded after the deadline") })
             let retry = try service.client.post(Self.path, request)
             let claims = try Self.signedClaims(service, try Self.answer(retry))
             #expect(claims["nonce"]?.stringValue == recorded.nonce)
             #expect(try ledger.history(customerKey: Self.customer).count == 1)
             #expect(!service.log.all.contains { $0.contains("answered twice") })
-            #expect(service.log.all.contains { $0.contains("retention offer recorded after the deadline") })
         }
     }
 }
 
-/// A `SubscriptionLookup` for tests: answers `answer` at once, late, never, or fails; remembers each call.
+/// A `SubscriptionLookup` for tests: answers `answer` at once, late (on `clock`), never, or fails; remembers each
+/// call.
 final class FakeLookup: SubscriptionLookup, @unchecked Sendable {
     enum Answer: Equatable, CustomStringConvertible {
         case now
@@ -463,6 +483,12 @@ final class FakeLookup: SubscriptionLookup, @unchecked Sendable {
         set { lock.withLock { $0.behaviour = newValue } }
     }
     var calls: [Call] { lock.withLock { $0.calls } }
+    private let timer = Mutex<TestClock?>(nil)
+    /// The clock a late answer waits on.
+    var clock: TestClock? {
+        get { timer.withLock { $0 } }
+        set { timer.withLock { $0 = newValue } }
+    }
 
     func lookUp(
         bundleId: String, originalTransactionId: String, timeoutMilliseconds: Int,
@@ -476,30 +502,37 @@ final class FakeLookup: SubscriptionLookup, @unchecked Sendable {
         switch behaviour {
         case .now: completion(answer)
         case .late(let delay):
-            let (seconds, attoseconds) = delay.components
-            let nanoseconds = Int(seconds) * 1_000_000_000 + Int(attoseconds / 1_000_000_000)
-            DispatchQueue.global().asyncAfter(deadline: .now() + .nanoseconds(nanoseconds)) { completion(answer) }
+            guard let clock else { preconditionFailure("a late answer needs the service's clock") }
+            clock.schedule(after: delay) { completion(answer) }
         case .never: break
         case .failure: completion(.failure(SubscriptionLookupError("unavailable", "Apple answered 500")))
         }
     }
 }
 
-/// A ledger whose records commit `delay` late (a slow disk), answered then.
-final class SlowLedger: ForwardingLedger, @unchecked Sendable {
-    let delay: Duration
-
-    init(delay: Duration) { self.delay = delay }
+/// A ledger that holds each record until the test releases it (a slow disk whose commit the test times), answered
+/// then.
+final class HeldLedger: ForwardingLedger, @unchecked Sendable {
+    private let held = Mutex<[@Sendable () -> Void]>([])
+    private let arrived = DispatchSemaphore(value: 0)
 
     override func record(
         _ signature: IssuedSignature, admit: (@Sendable (OfferUsage) -> Bool)?,
         completion: @escaping @Sendable (Result<LedgerOutcome, LedgerError>) -> Void
     ) {
-        let (seconds, attoseconds) = delay.components
-        let nanoseconds = Int(seconds) * 1_000_000_000 + Int(attoseconds / 1_000_000_000)
         let memory = memory
-        DispatchQueue.global().asyncAfter(deadline: .now() + .nanoseconds(nanoseconds)) {
-            memory.record(signature, admit: admit, completion: completion)
-        }
+        held.withLock { $0.append { memory.record(signature, admit: admit, completion: completion) } }
+        arrived.signal()
+    }
+
+    /// Waits until a record is held; `false` after 10 s without, so a test fails rather than hangs.
+    func waitUntilHeld() -> Bool { arrived.wait(timeout: .now() + .seconds(10)) == .success }
+
+    /// Commits the records held, on this thread, each answered as it commits.
+    func release() {
+        for commit in held.withLock({ held in
+            defer { held = [] }
+            return held
+        }) { commit() }
     }
 }

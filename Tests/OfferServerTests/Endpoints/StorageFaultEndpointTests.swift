@@ -35,7 +35,7 @@ struct StorageFaultEndpointTests {
             snapshot: try OfferService.snapshot(
                 configuration, catalog: try Catalog.load(configuration.apps, loadKey: PrivateKeyFile.load),
                 ledger: ledger),
-            ledger: ledger, clock: deployment.clock.read, nonce: nonces.next,
+            ledger: ledger, clock: deployment.clock, nonce: nonces.next,
             log: Logger(level: .info, writer: log.append))
         try body(
             deployment,
