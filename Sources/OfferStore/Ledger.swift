@@ -145,6 +145,16 @@ extension SignatureLog {
         return try result.withLock { $0! }.get()
     }
 
+    /// `record(_:admit:completion:)`, awaited: the outcome once the record is durable or refused. The task waits
+    /// suspended, and goes on on Swift's task pool, never on the ledger's writer.
+    public func recorded(
+        _ signature: IssuedSignature, admit: (@Sendable (OfferUsage) -> Bool)?
+    ) async throws(LedgerError) -> LedgerOutcome {
+        try await withCheckedContinuation {
+            (continuation: CheckedContinuation<Result<LedgerOutcome, LedgerError>, Never>) in
+            record(signature, admit: admit) { continuation.resume(returning: $0) }
+        }.get()
+    }
 }
 
 extension NotificationLog {

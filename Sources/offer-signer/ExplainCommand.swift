@@ -56,7 +56,7 @@ enum ExplainCommand {
         let service: EligibilityService
         do {
             service = try OfferService.snapshot(
-                configuration, catalog: catalog, versions: served.versions, ledger: ledger, writes: false
+                configuration, catalog: catalog, versions: served.versions, ledger: ledger
             )
             .eligibility
         } catch {
@@ -110,7 +110,7 @@ enum ExplainCommand {
         let snapshot: Snapshot
         do {
             snapshot = try OfferService.snapshot(
-                configuration, catalog: catalog.catalog, versions: catalog.versions, ledger: ledger, writes: false)
+                configuration, catalog: catalog.catalog, versions: catalog.versions, ledger: ledger)
         } catch {
             throw CommandError(ServeCommand.describe(error, path: configuration.path))
         }

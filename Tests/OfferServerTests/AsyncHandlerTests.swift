@@ -205,9 +205,15 @@ struct AsyncHandlerTests {
 
     // MARK: - Through the router
 
-    /// A router with one `Route.async` route, `GET /v1/later/{n}`, over the fixture's snapshot.
+    /// A router with one `Route.async` route, `GET /v1/later/{n}`, over the fixture's snapshot: its handler waits for
+    /// `handle`'s answer, given once, from any thread.
     static func router(_ fixture: ServiceFixture, _ handle: @escaping AsyncHandle) -> Router {
-        RouterTests.router([.async("GET", "/v1/later/{n}", handle)], fixture: fixture)
+        let route = Route.async("GET", "/v1/later/{n}") { request, context in
+            try await withCheckedThrowingContinuation { continuation in
+                handle(request, context) { continuation.resume(with: $0) }
+            }
+        }
+        return RouterTests.router([route], fixture: fixture)
     }
 
     @Test("through the router, a Route.async route's answers and thrown errors are mapped like any other")
@@ -291,7 +297,7 @@ struct AsyncHandlerTests {
     }
 }
 
-/// A `Route.async` handler.
+/// A handler that answers through a callback, once, from any thread.
 typealias AsyncHandle = @Sendable (HTTPRequest, RequestContext, @escaping Route.Respond) -> Void
 
 /// Collects arrivals until `count` have come; the last arrival gets them all.

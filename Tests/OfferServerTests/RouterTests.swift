@@ -2,6 +2,7 @@ import Foundation
 import OfferAPI
 import OfferCore
 import OfferTesting
+import Synchronization
 import Testing
 
 @testable import OfferServer
@@ -192,7 +193,7 @@ struct RouterTests {
         let route: Route =
             kind == "sync"
             ? .sync("POST", "/v1/fail") { _, _ in throw LeakyFailure() }
-            : .async("POST", "/v1/fail") { _, _, respond in respond(.failure(LeakyFailure())) }
+            : .async("POST", "/v1/fail") { _, _ in throw LeakyFailure() }
         let router = fixture.client(of: Self.router([route], fixture: fixture).handle)
         let response = try router.send(HTTPRequest(method: "POST", path: "/v1/fail"))
         #expect(response.status == 500)
@@ -212,22 +213,45 @@ struct RouterTests {
         }
     }
 
-    @Test("an asynchronous handler that answers twice finishes once: one answer, one count, one access line")
-    func answeredTwice() throws {
+    @Test(
+        "an asynchronous handler that never waits is answered on the thread that called the router; one that waits, later"
+    )
+    func asyncInline() async throws {
         let fixture = try ServiceFixture()
         defer { fixture.remove() }
-        let metrics = Metrics()
-        let route = Route.async("POST", "/v1/twice") { _, _, respond in
-            respond(.success(.ok(Array(#"{"first":true}"#.utf8))))
-            respond(.failure(OfferError.internalError))
+        let ran = Mutex<[pthread_t]>([])
+        let gate = Barrier<Bool>(1)
+        let route = Route.async("POST", "/v1/at-once") { _, _ in
+            ran.withLock { $0.append(pthread_self()) }
+            return .ok(Array(#"{"at":"once"}"#.utf8))
         }
-        let router = fixture.client(of: Self.router([route], fixture: fixture, metrics: metrics).handle)
-        let response = try router.send(HTTPRequest(method: "POST", path: "/v1/twice"))
-        #expect(response.status == 200 && response.text == #"{"first":true}"#)
-        #expect(metrics.value(.requests, ["route": "/v1/twice", "status": "200"]) == 1)
-        #expect(metrics.value(.requests, ["route": "/v1/twice", "status": "500"]) == 0)
-        #expect(fixture.log.accessLines.count == 1)
-        #expect(fixture.log.all.contains { $0.contains("handler answered twice") })
+        let waiting = Route.async("POST", "/v1/later") { _, _ in
+            // A real wait: the task suspends until another thread resumes it.
+            await withCheckedContinuation { continuation in
+                Thread.detachNewThread {
+                    _ = gate.arrive(true)
+                    continuation.resume()
+                }
+            }
+            return .ok(Array(#"{"at":"later"}"#.utf8))
+        }
+        let router = Self.router([route, waiting], fixture: fixture)
+        let caller = Mutex<pthread_t?>(nil)
+        let answered = Mutex<[String]>([])
+        let responder = Responder { response in
+            answered.withLock { $0.append(String(decoding: response.body, as: UTF8.self)) }
+        }
+        await onThreads(1) { _ in
+            caller.withLock { $0 = pthread_self() }
+            router.handle(HTTPRequest(method: "POST", path: "/v1/at-once"), responder)
+            // Answered before `handle` returned: no suspension, no other thread.
+            #expect(answered.withLock { $0 } == [#"{"at":"once"}"#])
+        }
+        #expect(ran.withLock { $0 }.count == 1)
+        #expect(pthread_equal(ran.withLock { $0 }[0], caller.withLock { $0 }!) != 0)
+        let client = fixture.client(of: router.handle)
+        #expect(try client.send(HTTPRequest(method: "POST", path: "/v1/later")).text == #"{"at":"later"}"#)
+        #expect(gate.arrived == 1)
     }
 
     @Test("a long unknown path is quoted back at most 200 bytes long")

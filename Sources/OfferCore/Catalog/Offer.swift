@@ -61,3 +61,8 @@ public struct OfferLimits: Sendable, Equatable {
         self.signatureTTL = signatureTTL
     }
 }
+
+extension Offer {
+    /// How long a signature of this offer holds a place under its limits: `limits.signatureTTL`, else the default.
+    public var signatureTTL: Int64 { limits?.signatureTTL ?? OfferLimits.defaultSignatureTTL }
+}

@@ -20,29 +20,28 @@ extension EligibilityService {
     /// an environment the app looks up, and the newest data the service has for that subscription (the request's
     /// transaction and renewal info, the server-known state's) was signed longer ago than that. `nil` otherwise:
     /// without server-known state (no ledger: what a lookup learns would not reach the decision), and whenever the
-    /// request's data does not verify or the state cannot be read (the decision then says why, the one way it
-    /// always does). Reads, never writes: `explain` asks it too, and only says what the service would do.
-    public func refresh(bundleId: String, signedData: SignedData, now: Int64) -> Refresh? {
-        guard let states, let app = catalog.apps[bundleId], let settings = app.definition.appStoreServerAPI,
-            let refreshAfterSeconds = settings.refreshAfterSeconds, let token = signedData.transaction
+    /// state cannot be read (the decision then says why, the one way it always does). Takes the request's data as
+    /// verified (`verify`): nothing of the request is verified twice. Reads, never writes: `explain` asks it too,
+    /// and only says what the service would do.
+    public func refresh(_ verified: VerifiedData, now: Int64) -> Refresh? {
+        let app = verified.app
+        guard let states, let settings = app.definition.appStoreServerAPI,
+            let refreshAfterSeconds = settings.refreshAfterSeconds, let transaction = verified.transaction
         else { return nil }
         let trust = trust(app)
-        guard let transaction = try? trust.verify(token, as: JWSTransactionPayload.self, with: verifier, now: now),
-            transaction.isAutoRenewableSubscription, let original = transaction.originalTransactionId,
+        guard transaction.isAutoRenewableSubscription, let original = transaction.originalTransactionId,
             let environment = transaction.environment, settings.environments.contains(environment)
         else { return nil }
         let namespace = LedgerNamespace(environment: environment.rawValue)
         if app.definition.sandbox == .refuse && namespace == .sandbox { return nil }
         var newest = transaction.signedDate ?? .min
         // Renewal info of the same subscription and environment, verified, moves `newest`.
-        func consider(renewalInfo token: String?) {
-            guard let token,
-                let renewal = try? trust.verify(token, as: JWSRenewalInfoPayload.self, with: verifier, now: now),
-                renewal.originalTransactionId == original, renewal.environment == environment
+        func consider(_ renewal: JWSRenewalInfoPayload?) {
+            guard let renewal, renewal.originalTransactionId == original, renewal.environment == environment
             else { return }
             newest = max(newest, renewal.signedDate ?? .min)
         }
-        consider(renewalInfo: signedData.renewalInfo)
+        consider(verified.renewalInfo)
         if let state = try? states.state(
             bundleId: app.bundleId, namespace: namespace, originalTransactionId: original)
         {
@@ -52,7 +51,10 @@ extension EligibilityService {
             {
                 newest = max(newest, stored.signedDate ?? .min)
             }
-            consider(renewalInfo: state.signedRenewalInfo)
+            consider(
+                state.signedRenewalInfo.flatMap {
+                    try? trust.verify($0, as: JWSRenewalInfoPayload.self, with: verifier, now: now)
+                })
         }
         guard newest == .min || now - newest > Int64(refreshAfterSeconds) * 1000 else { return nil }
         return Refresh(

@@ -3,9 +3,11 @@ import OfferAPI
 /// The questions apps ask, answered the one way every surface shares: the HTTP routes call it, and so does
 /// `explain`, which is why both give the same verdict and the same error for the same request.
 ///
-/// Each answer follows one path: the app → the offer and product → the signed data, verified as the app's
-/// (`AppTrust`) → the customer's facts at `now` → `OfferDecision.decide` (rules, then limits over the ledger's
-/// counts). Signing and recording a signature come after, in the signature route.
+/// Each answer follows one path: the app → the offer and product → the signed data, verified once as the app's
+/// (`verify`, `AppTrust`) → the customer's facts at `now` (`customer`) → `OfferDecision.decide` (rules, then the
+/// admission over the ledger's counts). Questions only read: a route takes its writing steps between them (a lookup
+/// at Apple when due, the redemption the request's transaction shows), and signing and recording come after
+/// (`OfferIssuance`). `explain` asks the same questions without those steps.
 public struct EligibilityService: Sendable {
     public let catalog: Catalog
     public let verifier: SignedDataVerifier
@@ -13,23 +15,34 @@ public struct EligibilityService: Sendable {
     public let environments: Set<AppStoreEnvironment>
     /// The ledger's counts, for offers with limits; `nil` when there is no ledger.
     public let usage: (any UsageCounts)?
-    /// Where the redemptions verified transactions show are recorded (the service's ledger); `nil` for callers
-    /// that must not write (`explain`) and without a ledger.
-    public let redemptions: (any RedemptionLog)?
     /// The customers' server-known state (the ledger, read only): newer facts than the request's win; `nil`
     /// without a ledger.
     public let states: (any SubscriptionStates)?
 
     public init(
         catalog: Catalog, verifier: SignedDataVerifier, environments: Set<AppStoreEnvironment>,
-        usage: (any UsageCounts)?, redemptions: (any RedemptionLog)? = nil, states: (any SubscriptionStates)? = nil
+        usage: (any UsageCounts)?, states: (any SubscriptionStates)? = nil
     ) {
         self.catalog = catalog
         self.verifier = verifier
         self.environments = environments
         self.usage = usage
-        self.redemptions = redemptions
         self.states = states
+    }
+
+    /// A request's signed data, verified as its app's: what the questions decide on, verified once per request.
+    public struct VerifiedData: Sendable {
+        public let app: Catalog.App
+        public let transaction: JWSTransactionPayload?
+        public let renewalInfo: JWSRenewalInfoPayload?
+        public let appTransaction: AppTransactionPayload?
+
+        /// The request carried no signed data.
+        public var isEmpty: Bool { transaction == nil && renewalInfo == nil && appTransaction == nil }
+
+        /// The request's transaction as the redemption log observes it (a purchase made with an offer turns the
+        /// customer's signature for it into a redemption), for the route to record before it decides.
+        public var observed: ObservedTransaction? { transaction.flatMap(ObservedTransaction.init) }
     }
 
     /// A decided offer, with what it was decided for.
@@ -85,7 +98,18 @@ public struct EligibilityService: Sendable {
     ) throws(OfferError) -> Verdict {
         let app = try app(bundleId)
         let offer = try offer(offerId, of: app, kind: .promotional, productId: productId)
-        let customer = try customer(signedData, of: app, now: now)
+        return try promotionalOffer(
+            offer, productId: productId, try verify(signedData, of: app, now: now), now: now,
+            countingLimits: countingLimits)
+    }
+
+    /// The same question on data verified before (`verify`), `offer` one of the app's promotional offers on
+    /// `productId` (`offer(_:of:kind:productId:)`).
+    public func promotionalOffer(
+        _ offer: Offer, productId: String, _ verified: VerifiedData, now: Int64, countingLimits: Bool = true
+    ) throws(OfferError) -> Verdict {
+        let app = verified.app
+        let customer = try customer(verified, now: now)
         let decision = try decide(
             offer, app, customer, now, usage: countingLimits ? usage : nil, abuseGuard: app.definition.abuseGuard)
         return Verdict(app: app, productId: productId, customer: customer, decision: decision)
@@ -98,6 +122,15 @@ public struct EligibilityService: Sendable {
         bundleId: String, productId: String, offerId: String?, signedData: SignedData, now: Int64
     ) throws(OfferError) -> Verdict {
         let app = try app(bundleId)
+        let offer = try introductoryOffer(offerId, of: app, productId: productId)
+        try Self.requireTransactionIdentifier(signedData)
+        return try introductoryOffer(offer, productId: productId, try verify(signedData, of: app, now: now), now: now)
+    }
+
+    /// The introductory offer a request names (`offerId`), else the app's first covering `productId`.
+    public func introductoryOffer(
+        _ offerId: String?, of app: Catalog.App, productId: String
+    ) throws(OfferError) -> Offer {
         let offer: Offer
         if let offerId {
             offer = try self.offer(offerId, of: app, kind: .introductoryOffer, productId: productId)
@@ -113,17 +146,28 @@ public struct EligibilityService: Sendable {
             }
             offer = found
         }
-        guard signedData.appTransaction != nil || signedData.transaction != nil else {
-            throw .invalidRequest(
-                "send \"signedAppTransaction\" or \"signedTransaction\": Apple requires the customer's transactionId")
-        }
-        guard let customer = try customer(signedData, of: app, now: now), customer.signatureTransactionId != nil
-        else {
+        return offer
+    }
+
+    /// The same question on data verified before (`verify`), checked first by `requireTransactionIdentifier`.
+    public func introductoryOffer(
+        _ offer: Offer, productId: String, _ verified: VerifiedData, now: Int64
+    ) throws(OfferError) -> Verdict {
+        guard let customer = try customer(verified, now: now), customer.signatureTransactionId != nil else {
             throw .invalidRequest("the signed data carries no transaction identifier")
         }
         return Verdict(
-            app: app, productId: productId, customer: customer,
-            decision: try decide(offer, app, customer, now, usage: usage))
+            app: verified.app, productId: productId, customer: customer,
+            decision: try decide(offer, verified.app, customer, now, usage: usage))
+    }
+
+    /// Apple requires the customer's transaction ID in an introductory offer eligibility signature: the request must
+    /// carry a transaction or an app transaction (checked before the data is verified).
+    public static func requireTransactionIdentifier(_ data: SignedData) throws(OfferError) {
+        guard data.appTransaction != nil || data.transaction != nil else {
+            throw .invalidRequest(
+                "send \"signedAppTransaction\" or \"signedTransaction\": Apple requires the customer's transactionId")
+        }
     }
 
     /// The promotional offers and Apple's win-back offers this customer may have, on `productIds` when given.
@@ -131,8 +175,16 @@ public struct EligibilityService: Sendable {
         bundleId: String, productIds: [String]?, signedData: SignedData, now: Int64
     ) throws(OfferError) -> Listing {
         let app = try app(bundleId)
+        return try eligibleOffers(try verify(signedData, of: app, now: now), productIds: productIds, now: now)
+    }
+
+    /// The same question on data verified before (`verify`).
+    public func eligibleOffers(
+        _ verified: VerifiedData, productIds: [String]?, now: Int64
+    ) throws(OfferError) -> Listing {
+        let app = verified.app
         let filter = productIds.map(Set.init)
-        let customer = try customer(signedData, of: app, now: now)
+        let customer = try customer(verified, now: now)
         var decisions: [OfferDecision] = []
         var promotional: [Choice] = []
         var winBack: [String: Choice] = [:]
@@ -168,12 +220,9 @@ public struct EligibilityService: Sendable {
         return app
     }
 
-    /// What the app's signed data proves about the customer at `now`; `nil` when the request carries none. When the
-    /// ledger holds server-known state for the request's subscription, the newer of the request's transaction and
-    /// the state's (`FreshestFacts`) is decided on, and the same for renewal info; the customer says which came
-    /// from where.
-    public func customer(_ data: SignedData, of app: Catalog.App, now: Int64) throws(OfferError) -> VerifiedCustomer? {
-        guard !data.isEmpty else { return nil }
+    /// The request's signed data verified as `app`'s at `now` (`AppTrust`): each token's signature, chain and
+    /// claims, the app's Sandbox setting, and renewal info only with its transaction. Reads nothing stored.
+    public func verify(_ data: SignedData, of app: Catalog.App, now: Int64) throws(OfferError) -> VerifiedData {
         let trust = trust(app)
         func verify<Payload: AppStoreSignedPayload>(
             _ token: String?, _ field: String, as type: Payload.Type
@@ -203,18 +252,29 @@ public struct EligibilityService: Sendable {
                 "\"signedRenewalInfo\" must come with the \"signedTransaction\" it belongs to",
                 field: "signedRenewalInfo")
         }
-        let freshest = try freshest(transaction: transaction, renewalInfo: renewalInfo, trust: trust, now: now)
+        return VerifiedData(
+            app: app, transaction: transaction, renewalInfo: renewalInfo, appTransaction: appTransaction)
+    }
+
+    /// What the request's verified data proves about the customer at `now`; `nil` when the request carried none.
+    /// When the ledger holds server-known state for the request's subscription, the newer of the request's
+    /// transaction and the state's (`FreshestFacts`) is decided on, and the same for renewal info; the customer says
+    /// which came from where.
+    public func customer(_ verified: VerifiedData, now: Int64) throws(OfferError) -> VerifiedCustomer? {
+        guard !verified.isEmpty else { return nil }
+        let freshest = try freshest(
+            transaction: verified.transaction, renewalInfo: verified.renewalInfo, trust: trust(verified.app), now: now)
         let customer: VerifiedCustomer
         do {
             customer = try VerifiedCustomer(
-                transaction: freshest.transaction, renewalInfo: freshest.renewalInfo, appTransaction: appTransaction,
+                transaction: freshest.transaction, renewalInfo: freshest.renewalInfo,
+                appTransaction: verified.appTransaction,
                 now: now, transactionSource: freshest.transactionSource, renewalInfoSource: freshest.renewalInfoSource)
         } catch {
             throw OfferError(
                 .untrustedSignedData, "signed data does not fit together: \(error.message)",
                 reason: SignedDataError.Reason.inconsistent.rawValue)
         }
-        try observe(transaction)
         return customer
     }
 
@@ -288,18 +348,6 @@ public struct EligibilityService: Sendable {
                 $0.environment == environment && $0.originalTransactionId == originalTransactionId ? $0 : nil
             }
         )
-    }
-
-    /// Hands the request's verified transaction to the redemption log (when there is one), before the counts are
-    /// read: a purchase made with an offer turns the customer's signature for it into a redemption. (A transaction
-    /// of the server-known state was observed when its notification was recorded.)
-    private func observe(_ transaction: JWSTransactionPayload?) throws(OfferError) {
-        guard let redemptions, let transaction = transaction.flatMap(ObservedTransaction.init) else { return }
-        do {
-            _ = try redemptions.observe(transaction)
-        } catch {
-            throw .storageUnavailable(error)
-        }
     }
 
     /// Offer `id` of `app`, of `kind`, covering `productId`.

@@ -32,3 +32,20 @@ public final class FirstAnswer<Value: Sendable>: Sendable {
         return true
     }
 }
+
+extension FirstAnswer {
+    /// Awaits the first of `work`'s answer (`FirstAnswer.answer`) and `deadline` on `clock`. `work` runs in a task
+    /// of its own (on `executor`), so it goes on to its end past the deadline (what it records stays recorded); it
+    /// may ask `isAnswered` before starting anything new, and `answer` says whether its value was the one delivered.
+    public static func first(
+        clock: any Clock, deadline: Duration, executor: (any TaskExecutor)? = nil,
+        expired: @escaping @Sendable () -> Value, work: @escaping @Sendable (FirstAnswer<Value>) async -> Void
+    ) async -> Value {
+        await withCheckedContinuation { continuation in
+            let first = FirstAnswer(clock: clock, deadline: deadline, expired: expired) {
+                continuation.resume(returning: $0)
+            }
+            Task(executorPreference: executor) { await work(first) }
+        }
+    }
+}

@@ -117,8 +117,8 @@ public struct Simulation: Sendable {
         let (app, version) = try catalog(live, snapshot: snapshot, store: store)
         let service = EligibilityService(
             catalog: Catalog(apps: [app]), verifier: snapshot.eligibility.verifier,
-            environments: snapshot.eligibility.environments, usage: ledger, redemptions: nil, states: ledger)
-        let customer = try service.customer(signedData, of: app, now: at)
+            environments: snapshot.eligibility.environments, usage: ledger, states: ledger)
+        let customer = try service.customer(service.verify(signedData, of: app, now: at), now: at)
         var offers: [JSONValue] = []
         for offer in app.offers {
             let decision: OfferDecision

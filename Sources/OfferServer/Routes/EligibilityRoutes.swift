@@ -1,30 +1,20 @@
 import OfferAPI
 import OfferCore
 
-/// `POST /v1/eligibility`: the promotional and Apple's win-back offers a customer may have. Asynchronous: when the
-/// request's subscription is due a refresh, it is looked up at Apple before the listing is decided (`StateRefresh`).
+/// `POST /v1/eligibility`: the promotional and Apple's win-back offers a customer may have: the app, the signed data
+/// verified once, the subscription's facts brought up to date (`RequestFacts`), the listing decided.
 struct EligibilityRoutes {
-    let refresh: StateRefresh
+    let facts: RequestFacts
 
     var routes: [Route] { [.async("POST", "/v1/eligibility", eligibility)] }
 
-    func eligibility(_ request: HTTPRequest, _ context: RequestContext, _ respond: @escaping Route.Respond) {
-        let body: EligibilityRequest
-        do {
-            body = try EligibilityRequest.decode(request.body)
-        } catch {
-            respond(.failure(error))
-            return
-        }
+    func eligibility(_ request: HTTPRequest, _ context: RequestContext) async throws -> HTTPResponse {
+        let body = try EligibilityRequest.decode(request.body)
         context.recordSubject(bundleId: body.bundleId, offerId: nil)
-        refresh.then(body.bundleId, body.signedData, context) {
-            respond(Result { try Self.listing(body, context) })
-        }
-    }
-
-    private static func listing(_ body: EligibilityRequest, _ context: RequestContext) throws -> HTTPResponse {
-        let listing = try context.snapshot.eligibility.eligibleOffers(
-            bundleId: body.bundleId, productIds: body.productIds, signedData: body.signedData, now: context.now)
+        let eligibility = context.snapshot.eligibility
+        let verified = try eligibility.verify(body.signedData, of: try eligibility.app(body.bundleId), now: context.now)
+        try await facts.update(verified, context)
+        let listing = try eligibility.eligibleOffers(verified, productIds: body.productIds, now: context.now)
         let reply = EligibilityResponse(
             promotionalOffers: listing.promotionalOffers.map {
                 OfferProduct(offerId: $0.offerId, productId: $0.productId)

@@ -19,7 +19,7 @@ struct NotificationRoutes {
 
     var routes: [Route] { [.async("POST", Self.pattern, group: .apple, receive)] }
 
-    func receive(_ request: HTTPRequest, _ context: RequestContext, _ respond: @escaping Route.Respond) {
+    func receive(_ request: HTTPRequest, _ context: RequestContext) async throws -> HTTPResponse {
         let bundleId = context.parameters["bundleId"] ?? ""
         context.recordSubject(bundleId: bundleId, offerId: nil)
         let body: NotificationRequest
@@ -28,20 +28,17 @@ struct NotificationRoutes {
         } catch {
             let refused = NotificationIntake.Outcome.refused(error)
             Self.count(context, type: refused.type, result: refused.result, acknowledged: false)
-            respond(.failure(error))
-            return
+            throw error
         }
-        NotificationIntake.take(
-            body.signedPayload, bundleId: bundleId, receiver: context.snapshot.notifications, ledger: ledger,
-            now: context.now
-        ) { outcome in
-            Self.count(context, type: outcome.type, result: outcome.result, acknowledged: outcome.error == nil)
-            if let receipt = outcome.receipt {
-                respond(.success(.ok(NotificationReceipt(result: receipt).jsonBytes)))
-            } else {
-                respond(.failure(outcome.error ?? OfferError.internalError))
-            }
+        let outcome = await withCheckedContinuation { continuation in
+            NotificationIntake.take(
+                body.signedPayload, bundleId: bundleId, receiver: context.snapshot.notifications, ledger: ledger,
+                now: context.now
+            ) { continuation.resume(returning: $0) }
         }
+        Self.count(context, type: outcome.type, result: outcome.result, acknowledged: outcome.error == nil)
+        guard let receipt = outcome.receipt else { throw outcome.error ?? OfferError.internalError }
+        return .ok(NotificationReceipt(result: receipt).jsonBytes)
     }
 
     /// Counts the notification, and names what became of an acknowledged one in the access log (`decision`); a

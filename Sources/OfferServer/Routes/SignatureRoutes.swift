@@ -3,18 +3,14 @@ import OfferCore
 import OfferCrypto
 import OfferStore
 
-/// `POST /v1/signatures/promotional-offer` and `POST /v1/signatures/introductory-offer-eligibility`: decide
-/// (through `EligibilityService`), sign with the app's active key, and answer once the ledger has the signature
-/// on disk, within the offer's limits. Both routes answer later: the worker thread hands the record to the
-/// ledger's writer and moves on, and the writer's group commit answers (see `Ledger.record`); and when the request's
-/// subscription is due a refresh, the decision waits for a lookup at Apple first (`StateRefresh`).
+/// `POST /v1/signatures/promotional-offer` and `POST /v1/signatures/introductory-offer-eligibility`. Each reads as
+/// its steps: decode; an earlier answer under the request's `Idempotency-Key`; the app and the offer; the signed data,
+/// verified once; the subscription's facts brought up to date (`RequestFacts`: a lookup at Apple when due, the
+/// redemption the request's transaction shows); the decision (`EligibilityService`); the signature issued
+/// (`OfferIssuance`: signed, and answered once the ledger has it on disk, within its admission).
 struct SignatureRoutes {
-    let ledger: (any Ledger)?
-    let nonce: OfferService.NonceSource
-    let refresh: StateRefresh
-
-    /// Records the signatures: within limits and the abuse guard, once per idempotency key.
-    var issuer: SignatureIssuer { SignatureIssuer(ledger: ledger) }
+    let issuance: OfferIssuance
+    let facts: RequestFacts
 
     var routes: [Route] {
         [
@@ -23,177 +19,88 @@ struct SignatureRoutes {
         ]
     }
 
-    func promotionalOffer(_ request: HTTPRequest, _ context: RequestContext, _ respond: @escaping Route.Respond) {
-        do {
-            let body = try PromotionalOfferRequest.decode(request.body)
-            context.recordSubject(bundleId: body.bundleId, offerId: body.offerId)
-            let idempotency = try Idempotency(
-                request, route: "promotional-offer", body: body.jsonBytes, now: context.now)
-            if let previous = try previousAnswer(idempotency, bundleId: body.bundleId, context) {
-                respond(repeated(previous, idempotency, offerId: body.offerId, context))
-                return
-            }
-            refresh.then(body.bundleId, body.signedData, context) {
-                signPromotionalOffer(body, idempotency, context, respond)
-            }
-        } catch {
-            respond(.failure(error))
+    func promotionalOffer(_ request: HTTPRequest, _ context: RequestContext) async throws -> HTTPResponse {
+        let body = try PromotionalOfferRequest.decode(request.body)
+        context.recordSubject(bundleId: body.bundleId, offerId: body.offerId)
+        let idempotency = try Idempotency(request, route: "promotional-offer", body: body.jsonBytes, now: context.now)
+        if let previous = try previousAnswer(idempotency, bundleId: body.bundleId, context) {
+            return try repeated(previous, idempotency, offerId: body.offerId, context)
         }
-    }
-
-    /// Decides, signs and records a promotional offer (the request decoded, not a repeat).
-    private func signPromotionalOffer(
-        _ body: PromotionalOfferRequest, _ idempotency: Idempotency?, _ context: RequestContext,
-        _ respond: @escaping Route.Respond
-    ) {
-        do {
-            // The limits are left to the ledger's atomic count-and-record below: two requests can never both take
-            // the last signature.
-            let verdict = try context.snapshot.eligibility.promotionalOffer(
-                bundleId: body.bundleId, productId: body.productId, offerId: body.offerId,
-                signedData: body.signedData, now: context.now, countingLimits: false)
-            guard case .eligible = verdict.decision.outcome else {
-                let reasons = verdict.decision.outcome.reasons
-                context.recordDecision("not_eligible", offer: verdict.offer.id, reasons: reasons)
-                throw OfferError.notEligible(reasons)
-            }
-            let app = verdict.app
-            let namespace = verdict.namespace
-            if namespace == .sandbox && body.format == .legacy { throw OfferError.legacyForSandbox }
-            let key = app.signingKey
-            let nonce = nonce()
-            // Signed before it is recorded, so the ledger's writer only records; a refusal by the limits throws
-            // the signature away unseen.
-            let reply: PromotionalOfferSignature
-            do {
-                switch body.format {
-                case .jws:
-                    let claims = PromotionalOfferClaims(
-                        bundleId: app.bundleId, productId: body.productId, offerIdentifier: verdict.offer.id,
-                        transactionId: verdict.customer?.signatureTransactionId)
-                    let issuedAt = context.now / 1000
-                    let jws = try OfferSignatures.promotionalOfferJWS(
-                        claims, key: key, issuedAt: issuedAt, nonce: nonce)
-                    reply = .jws(.init(keyId: key.keyId, compactJWS: jws, nonce: nonce, issuedAt: issuedAt))
-                case .legacy:
-                    let token = body.appAccountToken?.lowercased()
-                    let fields = LegacyPromotionalOffer(
-                        bundleId: app.bundleId, keyId: key.keyId, productId: body.productId,
-                        offerId: verdict.offer.id, appAccountToken: token, nonce: nonce, timestamp: context.now)
-                    let signature = try OfferSignatures.legacySignature(fields, key: key.key)
-                    reply = .legacy(
-                        .init(
-                            keyId: key.keyId, nonce: nonce, timestamp: context.now, signature: signature,
-                            appAccountToken: token))
-                }
-            } catch {
-                context.log.error("signing failed", [("app", app.bundleId), ("key_id", key.keyId)])
-                throw OfferError.internalError
-            }
-            let customerKey = verdict.customer?.facts.customerKey
-            let answerBody = reply.jsonBytes
-            let limits = verdict.offer.limits
-            let signature = IssuedSignature(
-                bundleId: app.bundleId, offerId: verdict.offer.id, productId: body.productId,
-                customerKey: customerKey, nonce: nonce, keyId: key.keyId, format: body.format.rawValue,
-                issuedAt: context.now, requestId: context.requestId,
-                idempotency: idempotency?.recorded(answer: answerBody), namespace: namespace,
-                signatureTTL: limits?.signatureTTL ?? OfferLimits.defaultSignatureTTL)
-            let answer = HTTPResponse.ok(answerBody)
-            issuer.issue(signature, decision: verdict.decision, log: context.log) { result in
-                switch result {
-                case .success(.issued):
-                    context.recordDecision("eligible", offer: verdict.offer.id, reasons: [])
-                    context.record { $0.signature = (body.format.rawValue, key.keyId) }
-                    respond(.success(answer))
-                case .success(.repeated(let previous)):
-                    respond(repeated(previous, idempotency, offerId: verdict.offer.id, context))
-                case .success(.refused(let error)):
-                    let decision = error.code == .customerRateLimited ? "rate_limited" : "not_eligible"
-                    context.recordDecision(decision, offer: verdict.offer.id, reasons: error.reasons)
-                    respond(.failure(error))
-                case .failure(let error):
-                    respond(.failure(error))
-                }
-            }
-        } catch {
-            respond(.failure(error))
-        }
-    }
-
-    func introductoryOfferEligibility(
-        _ request: HTTPRequest, _ context: RequestContext, _ respond: @escaping Route.Respond
-    ) {
-        do {
-            let body = try IntroductoryOfferEligibilityRequest.decode(request.body)
-            context.recordSubject(bundleId: body.bundleId, offerId: body.offerId)
-            let idempotency = try Idempotency(
-                request, route: "introductory-offer-eligibility", body: body.jsonBytes, now: context.now)
-            if let previous = try previousAnswer(idempotency, bundleId: body.bundleId, context) {
-                respond(repeated(previous, idempotency, offerId: body.offerId ?? "", context))
-                return
-            }
-            refresh.then(body.bundleId, body.signedData, context) {
-                signIntroductoryOfferEligibility(body, idempotency, context, respond)
-            }
-        } catch {
-            respond(.failure(error))
-        }
-    }
-
-    /// Decides and signs introductory offer eligibility, and records the signature (the request decoded, not a
-    /// repeat).
-    private func signIntroductoryOfferEligibility(
-        _ body: IntroductoryOfferEligibilityRequest, _ idempotency: Idempotency?, _ context: RequestContext,
-        _ respond: @escaping Route.Respond
-    ) {
-        do {
-            let verdict = try context.snapshot.eligibility.introductoryOffer(
-                bundleId: body.bundleId, productId: body.productId, offerId: body.offerId,
-                signedData: body.signedData, now: context.now)
+        let eligibility = context.snapshot.eligibility
+        let app = try eligibility.app(body.bundleId)
+        let offer = try eligibility.offer(body.offerId, of: app, kind: .promotional, productId: body.productId)
+        let verified = try eligibility.verify(body.signedData, of: app, now: context.now)
+        try await facts.update(verified, context)
+        // The admission is left to the ledger's atomic count-and-record: two requests can never both take the last
+        // place.
+        let verdict = try eligibility.promotionalOffer(
+            offer, productId: body.productId, verified, now: context.now, countingLimits: false)
+        guard verdict.decision.isEligible else {
             let reasons = verdict.decision.outcome.reasons
-            let allow = reasons.isEmpty
-            let key = verdict.app.signingKey
-            let nonce = nonce()
-            let issuedAt = context.now / 1000
-            // `introductoryOffer` guarantees a transaction identifier: Apple requires it in the claims.
-            let claims = IntroductoryOfferEligibilityClaims(
-                bundleId: verdict.app.bundleId, productId: body.productId, allowIntroductoryOffer: allow,
-                transactionId: verdict.customer?.signatureTransactionId ?? "")
-            let jws: String
-            do {
-                jws = try OfferSignatures.introductoryOfferEligibilityJWS(
-                    claims, key: key, issuedAt: issuedAt, nonce: nonce)
-            } catch {
-                context.log.error("signing failed", [("app", verdict.app.bundleId), ("key_id", key.keyId)])
-                throw OfferError.internalError
-            }
-            let reply = IntroductoryOfferEligibilitySignature(
-                keyId: key.keyId, compactJWS: jws, nonce: nonce, issuedAt: issuedAt, allowIntroductoryOffer: allow,
-                offerId: verdict.offer.id, reasons: reasons)
-            let answerBody = reply.jsonBytes
-            let signature = IssuedSignature(
-                bundleId: verdict.app.bundleId, offerId: verdict.offer.id, productId: body.productId,
-                customerKey: verdict.customer?.facts.customerKey, nonce: nonce, keyId: key.keyId,
-                format: IssuedSignature.introductoryFormat, issuedAt: context.now, requestId: context.requestId,
-                idempotency: idempotency?.recorded(answer: answerBody), namespace: verdict.namespace)
-            let answer = HTTPResponse.ok(answerBody)
-            issuer.record(signature, admit: nil, log: context.log) { result in
-                switch result {
-                case .success(let outcome):
-                    if let previous = outcome.previous {
-                        respond(repeated(previous, idempotency, offerId: verdict.offer.id, context))
-                        return
-                    }
-                    context.recordDecision(allow ? "allowed" : "denied", offer: verdict.offer.id, reasons: reasons)
-                    context.record { $0.signature = ("introductory", key.keyId) }
-                    respond(.success(answer))
-                case .failure(let error):
-                    respond(.failure(error))
-                }
-            }
+            context.recordDecision("not_eligible", offer: offer.id, reasons: reasons)
+            throw OfferError.notEligible(reasons)
+        }
+        if verdict.namespace == .sandbox && body.format == .legacy { throw OfferError.legacyForSandbox }
+        let order = OfferIssuance.Order(
+            decision: verdict.decision, app: app, productId: body.productId, format: body.format,
+            transactionId: verdict.customer?.signatureTransactionId,
+            appAccountToken: body.appAccountToken?.lowercased(),
+            customerKey: verdict.customer?.facts.customerKey, namespace: verdict.namespace,
+            idempotency: idempotency?.recorded(answer: []), answer: { $0.jsonBytes })
+        switch try await issuance.issue(order, context) {
+        case .issued(let answer): return .ok(answer)
+        case .repeated(let previous): return try repeated(previous, idempotency, offerId: offer.id, context)
+        case .refused(let error): throw error
+        }
+    }
+
+    func introductoryOfferEligibility(_ request: HTTPRequest, _ context: RequestContext) async throws -> HTTPResponse {
+        let body = try IntroductoryOfferEligibilityRequest.decode(request.body)
+        context.recordSubject(bundleId: body.bundleId, offerId: body.offerId)
+        let idempotency = try Idempotency(
+            request, route: "introductory-offer-eligibility", body: body.jsonBytes, now: context.now)
+        if let previous = try previousAnswer(idempotency, bundleId: body.bundleId, context) {
+            return try repeated(previous, idempotency, offerId: body.offerId ?? "", context)
+        }
+        let eligibility = context.snapshot.eligibility
+        let app = try eligibility.app(body.bundleId)
+        let offer = try eligibility.introductoryOffer(body.offerId, of: app, productId: body.productId)
+        try EligibilityService.requireTransactionIdentifier(body.signedData)
+        let verified = try eligibility.verify(body.signedData, of: app, now: context.now)
+        try await facts.update(verified, context)
+        let verdict = try eligibility.introductoryOffer(offer, productId: body.productId, verified, now: context.now)
+        let reasons = verdict.decision.outcome.reasons
+        let allow = reasons.isEmpty
+        let key = app.signingKey
+        let nonce = issuance.nonce()
+        let issuedAt = context.now / 1000
+        // `introductoryOffer` guarantees a transaction identifier: Apple requires it in the claims.
+        let claims = IntroductoryOfferEligibilityClaims(
+            bundleId: app.bundleId, productId: body.productId, allowIntroductoryOffer: allow,
+            transactionId: verdict.customer?.signatureTransactionId ?? "")
+        let jws: String
+        do {
+            jws = try OfferSignatures.introductoryOfferEligibilityJWS(
+                claims, key: key, issuedAt: issuedAt, nonce: nonce)
         } catch {
-            respond(.failure(error))
+            context.log.error("signing failed", [("app", app.bundleId), ("key_id", key.keyId)])
+            throw OfferError.internalError
+        }
+        let answer = IntroductoryOfferEligibilitySignature(
+            keyId: key.keyId, compactJWS: jws, nonce: nonce, issuedAt: issuedAt, allowIntroductoryOffer: allow,
+            offerId: offer.id, reasons: reasons
+        ).jsonBytes
+        let signature = IssuedSignature(
+            bundleId: app.bundleId, offerId: offer.id, productId: body.productId,
+            customerKey: verdict.customer?.facts.customerKey, nonce: nonce, keyId: key.keyId,
+            format: IssuedSignature.introductoryFormat, issuedAt: context.now, requestId: context.requestId,
+            idempotency: idempotency?.recorded(answer: answer), namespace: verdict.namespace)
+        switch try await issuance.record(signature, answer: answer, decision: nil, context) {
+        case .repeated(let previous): return try repeated(previous, idempotency, offerId: offer.id, context)
+        case .issued, .refused:
+            context.recordDecision(allow ? "allowed" : "denied", offer: offer.id, reasons: reasons)
+            context.record { $0.signature = ("introductory", key.keyId) }
+            return .ok(answer)
         }
     }
 
@@ -202,19 +109,17 @@ struct SignatureRoutes {
         _ idempotency: Idempotency?, bundleId: String, _ context: RequestContext
     ) throws(OfferError) -> PreviousAnswer? {
         guard let idempotency else { return nil }
-        return try issuer.previousAnswer(
+        return try issuance.previousAnswer(
             bundleId: bundleId, key: idempotency.key, validFrom: idempotency.validFrom, log: context.log)
     }
 
     /// The same signature again for the same request; 422 for another request under the same key.
     private func repeated(
         _ previous: PreviousAnswer, _ idempotency: Idempotency?, offerId: String, _ context: RequestContext
-    ) -> Result<HTTPResponse, any Error> {
-        guard previous.requestHash == idempotency?.requestHash else {
-            return .failure(OfferError.idempotencyKeyReused)
-        }
+    ) throws(OfferError) -> HTTPResponse {
+        guard previous.requestHash == idempotency?.requestHash else { throw OfferError.idempotencyKeyReused }
         context.recordDecision("repeated", offer: offerId, reasons: [])
-        return .success(.ok(previous.answer))
+        return .ok(previous.answer)
     }
 }
 

@@ -15,14 +15,16 @@ public struct Route: Sendable {
         case admin(AdminRole?)
     }
 
-    /// A handler's way to answer: `sync` returns the response on the worker thread; `async` answers through the
-    /// `Respond` callback later, from any thread, while its connection waits suspended (see `HTTPServer`).
+    /// A handler's way to answer: `sync` returns the response on the worker thread; `async` is an `async`
+    /// function that reads as its steps. It starts on the worker thread and runs there until its first real wait
+    /// (the ledger's commit, a lookup at Apple), when its connection is suspended (see `HTTPServer`) and the rest
+    /// runs on Swift's task pool; a request that never waits is answered on the worker, without suspension.
     public enum Handler: Sendable {
         case sync(@Sendable (HTTPRequest, RequestContext) throws -> HTTPResponse)
-        case async(@Sendable (HTTPRequest, RequestContext, @escaping Respond) -> Void)
+        case async(@Sendable (HTTPRequest, RequestContext) async throws -> HTTPResponse)
     }
 
-    /// The outcome of an asynchronous handler.
+    /// How a handler's answer reaches the server, once.
     public typealias Respond = @Sendable (Result<HTTPResponse, any Error>) -> Void
 
     public let method: String
@@ -45,10 +47,10 @@ public struct Route: Sendable {
         Route(method, pattern, group: group, handler: .sync(handle))
     }
 
-    /// A route whose handler may finish later, from another thread.
+    /// A route whose handler may wait (`Handler.async`).
     public static func async(
         _ method: String, _ pattern: String, group: Group = .api,
-        _ handle: @escaping @Sendable (HTTPRequest, RequestContext, @escaping Respond) -> Void
+        _ handle: @escaping @Sendable (HTTPRequest, RequestContext) async throws -> HTTPResponse
     ) -> Route {
         Route(method, pattern, group: group, handler: .async(handle))
     }

@@ -1,3 +1,4 @@
+import Dispatch
 import OfferAPI
 import OfferCore
 import OfferCrypto
@@ -83,13 +84,13 @@ public final class Router: Sendable {
             }
             finish(result, request, context, steps, responder)
         case .async(let handle):
-            // A request finishes once: a handler that answers twice gets its first answer sent, counted and
-            // logged, and the second one reported as the bug it is.
-            let answered = Atomic<Bool>(false)
-            handle(request, context) { [self] result in
-                guard !answered.exchange(true, ordering: .acquiringAndReleasing) else {
-                    context.log.error("handler answered twice; the second answer is dropped")
-                    return
+            // On this thread until the handler's first real wait; answered inline when it has none.
+            Task.immediate(executorPreference: RouteExecutor.shared) { [self] in
+                let result: Result<HTTPResponse, any Error>
+                do {
+                    result = .success(try await handle(request, context))
+                } catch {
+                    result = .failure(error)
                 }
                 finish(result, request, context, steps, responder)
             }
@@ -133,5 +134,17 @@ final class RequestIds: Sendable {
         }
         let number = counter.add(1, ordering: .relaxed).newValue
         return prefix + "-" + String(number, radix: 16)
+    }
+}
+
+/// Where a route's task goes on after a wait: Dispatch's global pool, which adds threads while some block (a ledger
+/// read, a test's waiting client), rather than Swift's cooperative pool, which has one thread per core and must never
+/// block.
+final class RouteExecutor: TaskExecutor {
+    static let shared = RouteExecutor()
+
+    func enqueue(_ job: consuming ExecutorJob) {
+        let job = UnownedJob(job)
+        DispatchQueue.global().async { job.runSynchronously(on: self.asUnownedTaskExecutor()) }
     }
 }

@@ -103,7 +103,9 @@ public struct Explanation: Sendable {
     private static func refreshLines(
         _ service: EligibilityService, _ bundleId: String, _ signedData: SignedData, now: Int64
     ) -> [String] {
-        guard let refresh = service.refresh(bundleId: bundleId, signedData: signedData, now: now) else { return [] }
+        guard let app = try? service.app(bundleId), let verified = try? service.verify(signedData, of: app, now: now),
+            let refresh = service.refresh(verified, now: now)
+        else { return [] }
         let signed =
             refresh.newestSignedDate == .min ? "never signed" : "signed \(ISO8601.format(refresh.newestSignedDate))"
         return [

@@ -53,7 +53,8 @@ public final class OfferService: Sendable {
                 snapshot: snapshot, ledger: ledger, client: $0, clock: clock, metrics: metrics, log: log)
         }
         subscriptionLookup = appStoreLookup
-        let refresh = StateRefresh(lookup: appStoreLookup)
+        let facts = RequestFacts(lookup: appStoreLookup, redemptions: ledger)
+        let issuance = OfferIssuance(ledger: ledger, nonce: nonce)
         var api: [any Middleware] = [
             AccessLogMiddleware(), MetricsMiddleware(metrics), RecentDecisionsMiddleware(recentDecisions),
         ]
@@ -61,13 +62,11 @@ public final class OfferService: Sendable {
         let operations: [any Middleware] = [MetricsMiddleware(metrics)]
         let apple: [any Middleware] = [AccessLogMiddleware(), MetricsMiddleware(metrics)]
         let routes =
-            SignatureRoutes(ledger: ledger, nonce: nonce, refresh: refresh).routes
-            + EligibilityRoutes(refresh: refresh).routes
+            SignatureRoutes(issuance: issuance, facts: facts).routes
+            + EligibilityRoutes(facts: facts).routes
             + NotificationRoutes(ledger: ledger).routes
-            + RetentionRoutes(
-                issuer: SignatureIssuer(ledger: ledger), lookup: lookup ?? appStoreLookup, nonce: nonce,
-                answers: RetentionAnswers()
-            ).routes + HealthRoutes(ledger: ledger, metrics: metrics).routes
+            + RetentionRoutes(issuance: issuance, lookup: lookup ?? appStoreLookup, answers: RetentionAnswers()).routes
+            + HealthRoutes(ledger: ledger, metrics: metrics).routes
         self.router = Router(
             routes: routes, middleware: [.api: api, .operations: operations, .apple: apple],
             unmatchedMiddleware: [AccessLogMiddleware(), MetricsMiddleware(metrics)], snapshot: current.get,
@@ -75,17 +74,14 @@ public final class OfferService: Sendable {
     }
 
     /// Builds the service's first snapshot: the catalog's keys and the trust's roots loaded. Decisions read the
-    /// ledger's counts and server-known state; with `writes` (the service) they also record the redemptions the
-    /// request's data shows, without (`explain`) they never write.
+    /// ledger's counts and server-known state, and never write (the routes record what requests show).
     /// `versions`: the published version of each app's catalog that `catalog` holds (`catalog: "storage"`).
     public static func snapshot(
-        _ configuration: Configuration, catalog: Catalog, versions: [String: Int64] = [:], ledger: (any Ledger)?,
-        writes: Bool = true
+        _ configuration: Configuration, catalog: Catalog, versions: [String: Int64] = [:], ledger: (any Ledger)?
     ) throws(ConfigErrors) -> Snapshot {
         let eligibility = EligibilityService(
             catalog: catalog, verifier: try configuration.loadVerifier(),
-            environments: Set(configuration.settings.trust.environments), usage: ledger,
-            redemptions: writes ? ledger : nil, states: ledger)
+            environments: Set(configuration.settings.trust.environments), usage: ledger, states: ledger)
         return Snapshot(
             eligibility: eligibility, configuration: configuration.hash,
             catalogSource: configuration.settings.catalog, catalogVersions: versions)

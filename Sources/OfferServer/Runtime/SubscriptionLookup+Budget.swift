@@ -18,4 +18,15 @@ extension SubscriptionLookup {
             bundleId: bundleId, originalTransactionId: originalTransactionId, timeoutMilliseconds: milliseconds
         ) { first.answer($0) }
     }
+
+    /// `lookUp(bundleId:originalTransactionId:within:clock:completion:)`, awaited.
+    func lookUp(
+        bundleId: String, originalTransactionId: String, within budget: Duration, clock: any Clock
+    ) async -> Result<ServerKnownState?, SubscriptionLookupError> {
+        await withCheckedContinuation { continuation in
+            lookUp(bundleId: bundleId, originalTransactionId: originalTransactionId, within: budget, clock: clock) {
+                continuation.resume(returning: $0)
+            }
+        }
+    }
 }

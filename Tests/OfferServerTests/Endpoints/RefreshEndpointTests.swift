@@ -121,7 +121,7 @@ struct RefreshEndpointTests {
         let eligibility = harness.service.snapshot.eligibility
         let readOnly = EligibilityService(
             catalog: eligibility.catalog, verifier: eligibility.verifier, environments: eligibility.environments,
-            usage: harness.service.ledger, redemptions: nil, states: harness.service.ledger)
+            usage: harness.service.ledger, states: harness.service.ledger)
         let request: JSONValue = .object([
             "bundleId": .string(Harness.bundleId), "productId": .string(Harness.product),
             "offerId": .string("welcome_back"), "signedTransaction": .string(old),
