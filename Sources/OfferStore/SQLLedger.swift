@@ -430,48 +430,60 @@ public final class SQLLedger: Ledger {
         /// the customer's signatures for the app since the start of the last day (`issued_by_customer_time`), and
         /// the moment the places are counted from. A NULL customer counts 0. With $6 and $7 (places after $6 counted
         /// earlier in the transaction, `GroupCounts`), the places are $7 corrected by those issued between $6 and the
-        /// moment, instead of counted again.
+        /// moment, instead of counted again. The grants and resets are read by scalar subqueries in a subquery
+        /// without aggregates, which SQLite runs as a co-routine rather than a table it materializes every time.
         static let usage = SQLStatement(
             "ledger_usage",
             """
-            WITH a AS (
-                SELECT
-                    coalesce(max(reset_at_ms) FILTER (WHERE customer_key = ''), 0) AS offer_reset,
-                    coalesce(max(redeemed_base) FILTER (WHERE customer_key = ''), 0) AS base,
-                    coalesce(max(reset_at_ms), 0) AS since,
-                    coalesce(max(granted) FILTER (WHERE customer_key = $3), 0) AS granted
-                FROM allowances WHERE bundle_id = $1 AND offer_id = $2 AND customer_key IN ('', $3)
-            ), d AS (
-                SELECT count(*) AS n, min(issued_at_ms) AS oldest FROM issued_signatures
-                WHERE $3 IS NOT NULL AND bundle_id = $1 AND customer_key = $3 AND issued_at_ms > $5
-                    AND format <> 'introductory'
-            ), t AS (
-                SELECT CASE WHEN $4 > a.offer_reset THEN $4 ELSE a.offer_reset END AS after,
-                    CASE WHEN $4 > a.since THEN $4 ELSE a.since END AS customer_after
-                FROM a
-            )
             SELECT
                 CASE WHEN $6 IS NULL THEN
                     (SELECT count(*) FROM issued_signatures
-                        WHERE bundle_id = $1 AND offer_id = $2 AND issued_at_ms > t.after AND redeemed_at_ms IS NULL)
+                        WHERE bundle_id = $1 AND offer_id = $2 AND redeemed_at_ms IS NULL
+                            AND issued_at_ms > CASE WHEN $4 > a.offer_reset THEN $4 ELSE a.offer_reset END)
                 ELSE $7
                     + (SELECT count(*) FROM issued_signatures
-                        WHERE bundle_id = $1 AND offer_id = $2 AND issued_at_ms > t.after
-                            AND issued_at_ms <= $6 AND redeemed_at_ms IS NULL)
+                        WHERE bundle_id = $1 AND offer_id = $2 AND redeemed_at_ms IS NULL AND issued_at_ms <= $6
+                            AND issued_at_ms > CASE WHEN $4 > a.offer_reset THEN $4 ELSE a.offer_reset END)
                     - (SELECT count(*) FROM issued_signatures
-                        WHERE bundle_id = $1 AND offer_id = $2 AND issued_at_ms > $6
-                            AND issued_at_ms <= t.after AND redeemed_at_ms IS NULL)
+                        WHERE bundle_id = $1 AND offer_id = $2 AND redeemed_at_ms IS NULL AND issued_at_ms > $6
+                            AND issued_at_ms <= CASE WHEN $4 > a.offer_reset THEN $4 ELSE a.offer_reset END)
                 END AS offer_places,
                 (SELECT coalesce(sum(redeemed), 0) FROM offer_totals WHERE bundle_id = $1 AND offer_id = $2) - a.base
                     AS offer_redemptions,
                 (SELECT count(*) FROM issued_signatures
                     WHERE $3 IS NOT NULL AND bundle_id = $1 AND offer_id = $2 AND customer_key = $3
-                        AND issued_at_ms > t.customer_after AND redeemed_at_ms IS NULL) AS customer_signatures,
+                        AND redeemed_at_ms IS NULL
+                        AND issued_at_ms > CASE WHEN $4 > a.offer_reset AND $4 > a.customer_reset THEN $4
+                            WHEN a.offer_reset > a.customer_reset THEN a.offer_reset ELSE a.customer_reset END)
+                    AS customer_signatures,
                 (SELECT count(*) FROM redemptions
                     WHERE $3 IS NOT NULL AND bundle_id = $1 AND offer_id = $2 AND customer_key = $3
-                        AND redeemed_at_ms > a.since) AS customer_redemptions,
-                a.granted AS granted, d.n AS last_day, d.oldest AS oldest, t.after AS after
-            FROM a, d, t
+                        AND redeemed_at_ms
+                            > CASE WHEN a.offer_reset > a.customer_reset THEN a.offer_reset ELSE a.customer_reset END)
+                    AS customer_redemptions,
+                a.granted AS granted,
+                (SELECT count(*) FROM issued_signatures
+                    WHERE $3 IS NOT NULL AND bundle_id = $1 AND customer_key = $3 AND issued_at_ms > $5
+                        AND format <> 'introductory') AS last_day,
+                (SELECT min(issued_at_ms) FROM issued_signatures
+                    WHERE $3 IS NOT NULL AND bundle_id = $1 AND customer_key = $3 AND issued_at_ms > $5
+                        AND format <> 'introductory') AS oldest,
+                CASE WHEN $4 > a.offer_reset THEN $4 ELSE a.offer_reset END AS after
+            FROM (
+                SELECT
+                    coalesce(
+                        (SELECT reset_at_ms FROM allowances WHERE bundle_id = $1 AND offer_id = $2 AND customer_key = ''),
+                        0) AS offer_reset,
+                    coalesce(
+                        (SELECT redeemed_base FROM allowances WHERE bundle_id = $1 AND offer_id = $2 AND customer_key = ''),
+                        0) AS base,
+                    coalesce(
+                        (SELECT reset_at_ms FROM allowances WHERE bundle_id = $1 AND offer_id = $2 AND customer_key = $3),
+                        0) AS customer_reset,
+                    coalesce(
+                        (SELECT granted FROM allowances WHERE bundle_id = $1 AND offer_id = $2 AND customer_key = $3), 0)
+                        AS granted
+            ) AS a
             """)
         static let insertSignature = SQLStatement(
             "ledger_insert_signature",

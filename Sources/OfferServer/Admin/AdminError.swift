@@ -2,7 +2,7 @@ import OfferAPI
 import OfferCore
 import OfferStore
 
-/// A refusal of the admin API: a stable `code` (its status is in `ErrorMapping.adminStatuses`), a message for
+/// A refusal of the admin API: a stable `code` (its status is in `ErrorMapping.statuses`), a message for
 /// people, and what some codes carry besides: `current` for `version_conflict`, `errors` (each with its JSON path)
 /// for `invalid_catalog`. Never a token, a cookie or a customer key.
 public struct AdminError: Error, Sendable, Equatable, CustomStringConvertible {

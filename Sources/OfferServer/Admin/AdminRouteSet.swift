@@ -25,3 +25,9 @@ extension Route {
         Route(method, pattern, group: .admin(role), handler: .sync(handle))
     }
 }
+
+extension Route.Group {
+    /// The admin listener's routes (never the public one's): authenticated with a token or console session of at
+    /// least `role` (`nil`: none needed, as for signing in).
+    static func admin(_ role: AdminRole?) -> Route.Group { Route.Group("admin:" + (role?.rawValue ?? "open")) }
+}

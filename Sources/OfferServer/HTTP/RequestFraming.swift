@@ -118,9 +118,8 @@ struct RequestFraming {
     /// since the answer comes before the body is read).
     static func refusal(_ problem: String) -> HTTPResponse {
         var response =
-            HTTPError(
-                status: 400, code: .invalidRequest, message: "a request two parsers could read differently: \(problem)"
-            ).response
+            HTTPError(code: .invalidRequest, message: "a request two parsers could read differently: \(problem)")
+            .response
         response.headers.append(HTTPHeader("Connection", "close"))
         return response
     }

@@ -42,9 +42,7 @@ struct HealthRoutes {
                 context.log.error(
                     "not ready: the ledger cannot record",
                     [("kind", error.kind.rawValue), ("error", error.description)])
-                throw HTTPError(
-                    status: ErrorMapping.status(of: .storageUnavailable), code: .storageUnavailable,
-                    message: OfferError.storageUnavailable.message)
+                throw HTTPError(code: .storageUnavailable, message: OfferError.storageUnavailable.message)
             }
         }
         let snapshot = context.snapshot

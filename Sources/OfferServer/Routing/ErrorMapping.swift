@@ -5,23 +5,23 @@ import OfferCore
 /// body, and what the access log and metrics learn from it. Anything unmapped is a 500 with a generic body,
 /// logged at error level with its type (never its payload).
 public enum ErrorMapping {
-    /// The HTTP status of each domain error code; a code missing here is a 500.
+    /// The HTTP status of every error code, the only table of them: the public API's (`openapi.yaml`), the HTTP
+    /// layer's own (no route, too large, too many requests, not ready) and the admin API's (`admin-openapi.yaml`). A
+    /// code missing here is a 500.
     static let statuses: [ErrorCode: Int] = [
         .invalidRequest: 400, .untrustedSignedData: 400, .wrongOfferType: 400, .productNotCovered: 400,
         .notEligible: 403, .unknownApp: 404, .unknownOffer: 404, .idempotencyKeyReused: 422, .customerRateLimited: 429,
         .storageUnavailable: 503, .internalError: 500, .noRetentionAnswer: 404, .deadlineExceeded: 503,
-    ]
-
-    /// The HTTP status of each code only the admin API answers (`admin-openapi.yaml` declares them; `openapi.yaml`,
-    /// the public API's, does not).
-    static let adminStatuses: [ErrorCode: Int] = [
+        // The HTTP layer.
+        .notFound: 404, .methodNotAllowed: 405, .payloadTooLarge: 413, .rateLimited: 429, .notReady: 503,
+        // The admin API.
         .unauthorized: 401, .sessionExpired: 401, .forbidden: 403, .csrfRejected: 403, .preconditionRequired: 428,
         .versionConflict: 409, .invalidCatalog: 422, .catalogIsFile: 409, .unknownVersion: 404, .unknownToken: 404,
         .tokenNameTaken: 409, .misdirectedRequest: 421, .tooManyFailedAttempts: 429,
     ]
 
-    /// The HTTP status of a domain error code (500 when unmapped).
-    public static func status(of code: ErrorCode) -> Int { statuses[code] ?? adminStatuses[code] ?? 500 }
+    /// The HTTP status of an error code (500 when unmapped).
+    public static func status(of code: ErrorCode) -> Int { statuses[code] ?? 500 }
 
     /// The response for `error`, recording its code (and refused signed data's check) on `context`.
     public static func response(for error: any Error, context: RequestContext) -> HTTPResponse {
@@ -45,11 +45,9 @@ public enum ErrorMapping {
         case let error as WireError:
             context.record { $0.reason = ErrorCode.invalidRequest.rawValue }
             let body = ErrorResponse(code: .invalidRequest, message: error.message, field: error.field)
-            return HTTPResponse(status: 400, body: body.jsonBytes)
+            return HTTPResponse(status: status(of: .invalidRequest), body: body.jsonBytes)
         case let error as AdminError:
-            guard let status = adminStatuses[error.code] ?? statuses[error.code] else {
-                return unmapped(error, context)
-            }
+            guard let status = statuses[error.code] else { return unmapped(error, context) }
             context.record { $0.reason = error.code.rawValue }
             return HTTPResponse(status: status, body: error.body, headers: error.headers)
         case let error as HTTPError:
@@ -64,6 +62,6 @@ public enum ErrorMapping {
         context.log.error("unhandled error", [("type", String(describing: type(of: error)))])
         context.record { $0.reason = ErrorCode.internalError.rawValue }
         let body = ErrorResponse(code: .internalError, message: OfferError.internalError.message)
-        return HTTPResponse(status: 500, body: body.jsonBytes)
+        return HTTPResponse(status: status(of: .internalError), body: body.jsonBytes)
     }
 }

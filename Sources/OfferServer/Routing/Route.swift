@@ -1,18 +1,19 @@
-import OfferStore
-
 /// One entry of the route table: method, path pattern and the handler, declared together so a route cannot be
 /// half-added. Routes are grouped by feature in `Routes/`, one file each.
 public struct Route: Sendable {
-    /// Which middleware a route goes through. `api` routes are rate limited; `operations` (health, metrics)
-    /// never are; `apple` routes (Apple's server calling: notifications) are logged and counted like `api` routes
-    /// but not rate limited per client, since Apple's bursts come from a few addresses and a refusal only delays
-    /// its retries. `admin` routes are the admin listener's (never the public one's): authenticated with a token
-    /// or console session of at least the role given (`nil`: none needed, as for signing in).
-    public enum Group: Sendable, Hashable {
-        case api
-        case operations
-        case apple
-        case admin(AdminRole?)
+    /// Which middleware a route goes through: a name the service's middleware table is keyed by. `api` routes are
+    /// rate limited; `operations` (health, metrics) never are; `apple` routes (Apple's server calling:
+    /// notifications) are logged and counted like `api` routes but not rate limited per client, since Apple's
+    /// bursts come from a few addresses and a refusal only delays its retries. The admin listener names its own
+    /// groups (`Route.Group.admin(_:)`).
+    public struct Group: Sendable, Hashable {
+        public let name: String
+
+        public init(_ name: String) { self.name = name }
+
+        public static let api = Group("api")
+        public static let operations = Group("operations")
+        public static let apple = Group("apple")
     }
 
     /// A handler's way to answer: `sync` returns the response on the worker thread; `async` is an `async`
