@@ -1,5 +1,6 @@
 import Dispatch
 import OfferAppStore
+import OfferCommandLine
 import OfferCore
 import OfferServer
 import Synchronization

@@ -1,3 +1,4 @@
+import OfferCommandLine
 import OfferServer
 import OfferStore
 

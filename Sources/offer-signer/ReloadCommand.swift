@@ -1,3 +1,4 @@
+import OfferCommandLine
 import OfferCrypto
 import OfferServer
 

@@ -1,4 +1,5 @@
 import OfferAppStore
+import OfferCommandLine
 import OfferCore
 import OfferCrypto
 import OfferServer
