@@ -43,6 +43,11 @@ public struct Arguments {
         return value
     }
 
+    /// A usage error naming the first positional, for a command that takes none.
+    public func noPositionals() throws(UsageError) {
+        guard positionals.isEmpty else { throw UsageError("unexpected argument \(positionals[0])") }
+    }
+
     /// The value of option `name`, if given.
     public subscript(_ name: String) -> String? { options[name] }
 }

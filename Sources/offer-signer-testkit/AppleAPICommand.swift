@@ -13,7 +13,7 @@ enum AppleAPICommand {
     static func run(_ arguments: ArraySlice<String>) throws -> Int32 {
         let options = try Arguments(
             arguments, valued: ["ca", "state", "port", "host", "key-id", "public-key", "token-file"])
-        guard options.positionals.isEmpty else { throw UsageError("unexpected argument \(options.positionals[0])") }
+        try options.noPositionals()
         let directory = try options.required("ca")
         let statePath = try options.required("state")
         let host = options["host"] ?? "127.0.0.1"
