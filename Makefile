@@ -17,6 +17,9 @@ HOST ?= 127.0.0.1
 PORT ?= 8080
 CONFIG ?= Deploy/demo/offer-signer.json
 BIN := .build/release/offer-signer
+# The test kit's executable (test CA, Apple-like signed data, fake App Store Server API): `swift build` builds it beside
+# offer-signer; the tests and the benchmarks sign their data with it. Never shipped.
+TESTKIT_BIN := .build/release/offer-signer-testkit
 
 .PHONY: help deps build release run test test-steps test-swift test-interop lint format bench clean fuzz fuzz-build \
 	fuzz-smoke
@@ -86,6 +89,7 @@ LINT_PATHS := Sources Tests Examples/OfferKitDemo/Sources Examples/OfferKitDemo/
 	Fuzz/Sources Fuzz/Package.swift
 
 INTEROP := OFFER_SIGNER_BIN=$(CURDIR)/.build/debug/offer-signer \
+	OFFER_SIGNER_TESTKIT_BIN=$(CURDIR)/.build/debug/offer-signer-testkit \
 	OFFERKIT_DEMO_BIN=$(CURDIR)/$(EXAMPLE)/.build/debug/offerkit-demo $(VENV)/bin/python -m pytest -q Tests/Interop
 
 test: deps $(VENV)/.installed
@@ -125,7 +129,7 @@ bench:
 	@start=$$(date +%s); \
 	$(MAKE) --no-print-directory release APT_PACKAGES="$(APT_PACKAGES) $(BENCH_APT_PACKAGES)" \
 	  && $(MAKE) --no-print-directory $(VENV)/.bench-installed \
-	  && $(WITH_POSTGRES) $(VENV)/bin/python Benchmarks/run.py --bin $(BIN); \
+	  && $(WITH_POSTGRES) $(VENV)/bin/python Benchmarks/run.py --bin $(BIN) --testkit-bin $(TESTKIT_BIN); \
 	status=$$?; echo "make bench: $$(( $$(date +%s) - start )) s in all, build and installs included"; exit $$status
 
 # The fuzz targets (Fuzz/): a package of their own, built with libFuzzer and AddressSanitizer, so that `swift build`

@@ -7,6 +7,9 @@ let package = Package(
     platforms: [.iOS(.v15), .macOS(.v12), .tvOS(.v15), .watchOS(.v8), .visionOS(.v1)],
     products: [
         .executable(name: "offer-signer", targets: ["offer-signer"]),
+        // The test kit's command line (test CA, Apple-like signed data, fake App Store Server API): an executable of
+        // its own, so that the shipped offer-signer carries none of it.
+        .executable(name: "offer-signer-testkit", targets: ["offer-signer-testkit"]),
         // What apps add: Foundation and the wire types only, none of the service's C libraries.
         .library(name: "OfferKit", targets: ["OfferKit"]),
         .library(name: "OfferAPI", targets: ["OfferAPI"]),
@@ -51,13 +54,23 @@ let package = Package(
             dependencies: [
                 "OfferServer", "OfferStore", "OfferAppStore", "OfferAPI", "OfferCore", "OfferCrypto", "COpenSSL",
             ]),
+        // What both executables' command lines share: the dispatch of commands with their usage and exit statuses,
+        // the options parser, the console and the usage and command errors.
+        .target(name: "OfferCommandLine", dependencies: ["OfferAPI", "OfferCrypto"]),
+        // The shipped executable: never OfferTesting (EndToEndTests' `TestKitExecutableTests` checks the binary).
         .executableTarget(
             name: "offer-signer",
             dependencies: [
-                "OfferServer", "OfferStore", "OfferAppStore", "OfferAPI", "OfferCore", "OfferCrypto", "OfferTesting",
+                "OfferCommandLine", "OfferServer", "OfferStore", "OfferAppStore", "OfferAPI", "OfferCore",
+                "OfferCrypto",
             ],
             // The HTTP server's `recv` (OfferServer's `ReceiveHook`) must be the one libmicrohttpd calls: exported,
             // so that the dynamic linker binds the library's calls to it. `serve` checks that it is.
+            linkerSettings: [.unsafeFlags(["-Xlinker", "--export-dynamic-symbol=recv"])]),
+        // The test kit's executable; its fake App Store Server API runs on the same HTTP server, `recv` exported too.
+        .executableTarget(
+            name: "offer-signer-testkit",
+            dependencies: ["OfferCommandLine", "OfferTesting", "OfferServer", "OfferAPI", "OfferCore", "OfferCrypto"],
             linkerSettings: [.unsafeFlags(["-Xlinker", "--export-dynamic-symbol=recv"])]),
         // `make bench`'s raw-crypto floor: the service's own ES256 sign and verify calls in a loop.
         .executableTarget(name: "offer-signer-bench-crypto", dependencies: ["OfferAPI", "OfferCore", "OfferCrypto"]),

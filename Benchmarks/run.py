@@ -2,7 +2,7 @@
 """HTTP benchmarks of offer-signer, reported as ratios to baselines measured in the same run.
 
 Builds nothing: pass the release binary with --bin. Sets up a throwaway deployment with the binary's
-own commands (keys generate, testkit ca, testkit sign transaction), serves it on 127.0.0.1 with a
+own commands (keys generate; offer-signer-testkit's ca and sign transaction), serves it on 127.0.0.1 with a
 free port, and drives it with wrk (keep-alive). Baselines: GET /livez (the HTTP layer alone) and
 `openssl speed -seconds 3 ecdsap256` (one core's ES256 signing rate). See Benchmarks/README.md.
 
@@ -194,12 +194,12 @@ def openssl_speed() -> dict:
 # Deployment
 
 
-def make_deployment(binary: str, directory: Path) -> tuple[Path, Path, str]:
-    """Writes key, test CA and two configs to `directory` (no ledger; a SQLite ledger with a limited offer);
-    returns their paths and a signed transaction."""
+def make_deployment(binary: str, testkit: str, directory: Path) -> tuple[Path, Path, str]:
+    """Writes key, test CA (made by `testkit`, offer-signer-testkit) and two configs to `directory` (no ledger; a
+    SQLite ledger with a limited offer); returns their paths and a signed transaction."""
     key_file = directory / f"SubscriptionKey_{KEY_ID}.p8"
     run_command([binary, "keys", "generate", "--key-id", KEY_ID, "--out", str(key_file)])
-    run_command([binary, "testkit", "ca", "--out", str(directory / "ca")])
+    run_command([testkit, "ca", "--out", str(directory / "ca")])
     config = {
         "storage": "none",
         "trust": {"rootCertificates": ["ca/root.cer"], "environments": ["Production", "Sandbox"]},
@@ -255,11 +255,11 @@ def make_deployment(binary: str, directory: Path) -> tuple[Path, Path, str]:
     run_command([binary, "config", "check", "--config", str(ledger_path)])
 
     signed = run_command(
-        [binary, "testkit", "sign", "transaction", "--ca", str(directory / "ca"), "--payload", "-"],
+        [testkit, "sign", "transaction", "--ca", str(directory / "ca"), "--payload", "-"],
         stdin=json.dumps(expired_transaction("2000000000000001", APP_TRANSACTION_ID)),
     ).strip()
     if signed.count(".") != 2:
-        raise BenchError(f"testkit sign transaction printed no compact JWS: {signed[:200]!r}")
+        raise BenchError(f"offer-signer-testkit sign transaction printed no compact JWS: {signed[:200]!r}")
     return config_path, ledger_path, signed
 
 
@@ -298,17 +298,17 @@ class Customers:
     so the chain cache is warm after the first request while every request verifies and decides for another
     customer."""
 
-    def __init__(self, binary: str, directory: Path, count: int):
+    def __init__(self, testkit: str, directory: Path, count: int):
         self.count = count
         self.bodies = directory / "verified-bodies.txt"
         now = int(time.time() * 1000)
         ca = str(directory / "ca")
 
         def sign(kind: str, payload: dict) -> str:
-            token = run_command([binary, "testkit", "sign", kind, "--ca", ca, "--payload", "-"],
+            token = run_command([testkit, "sign", kind, "--ca", ca, "--payload", "-"],
                                 stdin=json.dumps(payload)).strip()
             if token.count(".") != 2:
-                raise BenchError(f"testkit sign {kind} printed no compact JWS: {token[:200]!r}")
+                raise BenchError(f"offer-signer-testkit sign {kind} printed no compact JWS: {token[:200]!r}")
             return token
 
         def customer(index: int) -> str:
@@ -989,7 +989,7 @@ RETENTION_MESSAGE = "6e87b843-9962-4624-a273-9064fb1c1453"
 RETENTION_P99_TARGET_MS = 20.0
 
 
-def retention_deployment(binary: str, directory: Path, ledger_config_path: Path,
+def retention_deployment(binary: str, testkit: str, directory: Path, ledger_config_path: Path,
                          counts: dict[str, int]) -> tuple[Path, str, str]:
     """The ledger deployment's app with a retention list (the offer for long subscribers, else a switch to yearly for
     those who renew automatically) on a SQLite ledger of its own; Apple's notification that makes the customer's state
@@ -1029,17 +1029,17 @@ def retention_deployment(binary: str, directory: Path, ledger_config_path: Path,
     (directory / "retention-transaction.json").write_text(json.dumps(transaction), encoding="utf-8")
     (directory / "retention-renewal.json").write_text(json.dumps(renewal), encoding="utf-8")
     notification = run_command([
-        binary, "testkit", "sign", "notification", "--ca", str(directory / "ca"), "--type", "DID_RENEW",
+        testkit, "sign", "notification", "--ca", str(directory / "ca"), "--type", "DID_RENEW",
         "--transaction", str(directory / "retention-transaction.json"),
         "--renewal-info", str(directory / "retention-renewal.json"),
     ]).strip()
     total = 1 + sum(counts.values())
     requests = run_command([
-        binary, "testkit", "sign", "retention-request", "--ca", str(directory / "ca"),
+        testkit, "sign", "retention-request", "--ca", str(directory / "ca"),
         "--original-transaction-id", RETENTION_CUSTOMER, "--product-id", PRODUCT_ID, "--count", str(total),
     ], timeout=COMMAND_TIMEOUT * 4).split()
     if len(requests) != total or any(token.count(".") != 2 for token in requests):
-        raise BenchError(f"testkit sign retention-request --count {total} printed no {total} JWS")
+        raise BenchError(f"offer-signer-testkit sign retention-request --count {total} printed no {total} JWS")
     first = 1
     for name, count in counts.items():
         (directory / f"retention-{name}.txt").write_text(
@@ -1056,7 +1056,8 @@ def measure_retention(args: argparse.Namespace, binary: str, directory: Path, le
     spaced out): p50, p99 and throughput, and the p99 at half load against the 20 ms target."""
     # Enough requests for a peak of 5,000 a second, and half of it; the report says if they ran out.
     counts = {"peak": 5000 * args.duration, "half": 2500 * args.duration}
-    config, notification, preflight_request = retention_deployment(binary, directory, ledger_config_path, counts)
+    config, notification, preflight_request = retention_deployment(binary, args.testkit_bin, directory,
+                                                                   ledger_config_path, counts)
     path = f"/v1/apple/retention/{BUNDLE_ID}"
     # Every request has its own requestIdentifier until a thread's share is spent (then it starts again, and the
     # service answers Apple's "retries" from its memory of its answers: counted as repeated).
@@ -1658,6 +1659,7 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
         help="where to write the JSON results (default Benchmarks/results/latest.json)",
     )
     parser.add_argument("--crypto-bin", help="offer-signer-bench-crypto (default: beside --bin)")
+    parser.add_argument("--testkit-bin", help="offer-signer-testkit, which signs the test data (default: beside --bin)")
     parser.add_argument("--customers", type=int, default=1000,
                         help="distinct customers of the verified scenario, each a signed transaction and renewal "
                         "info (default 1000)")
@@ -1681,6 +1683,8 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
         parser.error("--customers must be 1 to 100000")
     if args.crypto_bin is None:
         args.crypto_bin = str(Path(args.bin).resolve().parent / "offer-signer-bench-crypto")
+    if args.testkit_bin is None:
+        args.testkit_bin = str(Path(args.bin).resolve().parent / "offer-signer-testkit")
     if not 1 <= args.duration <= 3600:
         parser.error("--duration must be 1 to 3600 seconds")
     if not 1 <= args.threads <= 256:
@@ -1695,6 +1699,10 @@ def main(argv: list[str]) -> int:
     binary = str(Path(args.bin).resolve())
     if not os.access(binary, os.X_OK):
         print(f"error: {args.bin} is not an executable; build it first: swift build -c release", file=sys.stderr)
+        return 2
+    if not os.access(args.testkit_bin, os.X_OK):
+        print(f"error: {args.testkit_bin} is not an executable; build it first: swift build -c release",
+              file=sys.stderr)
         return 2
     if not args.no_callgrind and not os.access(args.crypto_bin, os.X_OK):
         print(f"error: {args.crypto_bin} is not an executable; build it first: swift build -c release",
@@ -1716,12 +1724,13 @@ def main(argv: list[str]) -> int:
             directory = Path(temp)
             print(f"openssl speed -seconds {OPENSSL_SECONDS} ecdsap256 ...", flush=True)
             crypto = openssl_speed()
-            config_path, ledger_path, signed_transaction = make_deployment(binary, directory)
+            config_path, ledger_path, signed_transaction = make_deployment(binary, args.testkit_bin, directory)
             chosen = set(args.only or ALL_KEYS) | {"livez"}
             # Only the verified scenario (and its peer and callgrind runs) sends them: one customer otherwise.
             count = args.customers if "promotional_verified" in chosen else 1
-            print(f"signing {count} customers' transactions and renewal infos (testkit sign) ...", flush=True)
-            customers = Customers(binary, directory, count)
+            print(f"signing {count} customers' transactions and renewal infos (offer-signer-testkit sign) ...",
+                  flush=True)
+            customers = Customers(args.testkit_bin, directory, count)
             every_scenario = scenarios(signed_transaction, customers)
             plan = [scenario for scenario in every_scenario if scenario.key in chosen]
             results: dict[str, dict] = {}

@@ -143,7 +143,8 @@ extension FakeAppStoreServerAPI {
             attemptDate: date, sendAttemptResult: fields["sendAttemptResult"]?.stringValue.map(SendAttemptResult.init))
     }
 
-    /// A payload template of `kind` resolved as `testkit sign` resolves it, with `defaults` for absent fields.
+    /// A payload template of `kind` resolved as `offer-signer-testkit sign` resolves it, with `defaults` for absent
+    /// fields.
     private static func resolved(
         _ template: JSONValue, kind: SignedDataKind, defaults: [String: JSONValue], now: Int64, place: String
     ) throws -> JSONValue {

@@ -10,10 +10,10 @@ import Synchronization
     import Glibc
 #endif
 
-/// A fake App Store Server API for integration tests (`offer-signer testkit apple-api`): Get All Subscription
+/// A fake App Store Server API for integration tests (`offer-signer-testkit apple-api`): Get All Subscription
 /// Statuses and Get Notification History over HTTP on loopback, answered from a state file
 /// (`FakeAppStoreScenario`) read again on every request, with the signed data signed by the test CA as
-/// `testkit sign` signs it.
+/// `offer-signer-testkit sign` signs it.
 ///
 /// Production is served at `/inApps/...`, Sandbox at `/sandbox/inApps/...`: point an app's
 /// `appStoreServerAPI.baseURL` at the fake and both environments are here. Every call must carry a bearer JWT

@@ -4,7 +4,7 @@ import OfferCrypto
 
 /// An App Store Server Notification (V2) made for tests, as Apple's server sends it: the decoded payload with
 /// Apple's names, its transaction and renewal info signed inside it, the whole signed by a test chain. The test
-/// kit's `testkit sign notification` and Swift tests use this one code.
+/// kit's `offer-signer-testkit sign notification` and Swift tests use this one code.
 ///
 /// ```swift
 /// let notification = NotificationTemplate(

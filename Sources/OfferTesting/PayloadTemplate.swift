@@ -2,7 +2,7 @@ import OfferAPI
 import OfferCore
 
 /// A payload written by hand for test data, made ready to sign: Apple's field names, and dates that may be
-/// written relative to now (`"expiresDate": "-40d"`). The test kit's `testkit sign --payload` reads these. For a
+/// written relative to now (`"expiresDate": "-40d"`). `offer-signer-testkit sign --payload` reads these. For a
 /// notification, the top-level fields are checked and resolved (`signedDate`); its nested objects are kept as
 /// written (their signed data is signed on its own: `NotificationTemplate`).
 ///

@@ -3,7 +3,7 @@ import OfferCore
 import OfferCrypto
 
 /// A Retention Messaging request made for tests, as Apple's server sends it: the `DecodedRealtimeRequestBody` with
-/// Apple's names, signed by a test chain. `offer-signer testkit sign retention-request` and Swift tests use this one
+/// Apple's names, signed by a test chain. `offer-signer-testkit sign retention-request` and Swift tests use this one
 /// code.
 ///
 /// ```swift

@@ -2,8 +2,8 @@ import OfferAPI
 import OfferCrypto
 import OfferServer
 
-/// The test CA as `offer-signer testkit ca` writes it to a folder: the chain and the key that `testkit sign` and
-/// the fake App Store Server API sign Apple-like data with.
+/// The test CA as `offer-signer-testkit ca` writes it to a folder: the chain and the key that
+/// `offer-signer-testkit sign` and the fake App Store Server API sign Apple-like data with.
 public struct TestAuthorityFolder: Sendable {
     /// The `x5c` certificates, leaf first (DER).
     public let certificates: [[UInt8]]
@@ -23,7 +23,7 @@ public struct TestAuthorityFolder: Sendable {
         var certificates: [[UInt8]] = []
         for name in names {
             guard let der = FileBytes.read("\(directory)/\(name)") else {
-                throw Error("\(directory)/\(name): cannot read; run `offer-signer testkit ca --out \(directory)`")
+                throw Error("\(directory)/\(name): cannot read; run `offer-signer-testkit ca --out \(directory)`")
             }
             certificates.append(der)
         }

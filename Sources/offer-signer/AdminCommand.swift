@@ -1,4 +1,5 @@
 import OfferAPI
+import OfferCommandLine
 import OfferCore
 import OfferServer
 import OfferStore
@@ -31,7 +32,7 @@ enum AdminCommand {
     /// standard error.
     private static func create(_ arguments: ArraySlice<String>) throws {
         let options = try Arguments(arguments, valued: ["config", "name", "role"])
-        try noPositionals(options)
+        try options.noPositionals()
         let path = try options.required("config")
         let name = try options.required("name")
         let roleText = try options.required("role")
@@ -57,7 +58,7 @@ enum AdminCommand {
 
     private static func list(_ arguments: ArraySlice<String>) throws {
         let options = try Arguments(arguments, valued: ["config"])
-        try noPositionals(options)
+        try options.noPositionals()
         let (_, tokens) = try open(try options.required("config"))
         let all = try perform { try tokens.list() }
         guard !all.isEmpty else {
@@ -115,8 +116,4 @@ enum AdminCommand {
     }
 
     static func now() -> Int64 { SystemClock.nowMilliseconds() }
-
-    private static func noPositionals(_ options: Arguments) throws(UsageError) {
-        guard options.positionals.isEmpty else { throw UsageError("unexpected argument \(options.positionals[0])") }
-    }
 }

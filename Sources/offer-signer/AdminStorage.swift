@@ -1,3 +1,4 @@
+import OfferCommandLine
 import OfferCore
 import OfferServer
 import OfferStore

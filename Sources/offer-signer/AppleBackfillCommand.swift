@@ -1,5 +1,6 @@
 import Dispatch
 import OfferAppStore
+import OfferCommandLine
 import OfferCore
 import OfferServer
 import OfferStore
@@ -13,7 +14,7 @@ import Synchronization
 enum AppleBackfillCommand {
     static func run(_ arguments: ArraySlice<String>) throws -> Int32 {
         let options = try Arguments(arguments, valued: ["config", "app", "since", "until", "environment"])
-        guard options.positionals.isEmpty else { throw UsageError("unexpected argument \(options.positionals[0])") }
+        try options.noPositionals()
         let now = SystemClock.nowMilliseconds()
         let since = try date(try options.required("since"), option: "since")
         let until = try options["until"].map { try date($0, option: "until") } ?? now

@@ -1,5 +1,6 @@
 import Dispatch
 import OfferAppStore
+import OfferCommandLine
 import OfferCore
 import OfferServer
 import Synchronization
@@ -18,7 +19,7 @@ enum AppleCommand {
 
     private static func status(_ arguments: ArraySlice<String>) throws -> Int32 {
         let options = try Arguments(arguments, valued: ["config", "app", "transaction"])
-        guard options.positionals.isEmpty else { throw UsageError("unexpected argument \(options.positionals[0])") }
+        try options.noPositionals()
         let transactionId = try options.required("transaction")
         let (configuration, served) = try ServeCommand.loadConfiguration(try options.required("config"))
         let catalog = served.catalog

@@ -1,3 +1,4 @@
+import OfferCommandLine
 import OfferServer
 import OfferStore
 
@@ -8,7 +9,7 @@ import OfferStore
 enum AuditCommand {
     static func verify(_ arguments: ArraySlice<String>) throws -> Int32 {
         let options = try Arguments(arguments, valued: ["config", "anchor"])
-        guard options.positionals.isEmpty else { throw UsageError("unexpected argument \(options.positionals[0])") }
+        try options.noPositionals()
         let path = try options.required("config")
         var anchor: AuditChain.Head?
         if let text = options["anchor"] {

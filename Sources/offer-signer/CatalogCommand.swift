@@ -1,4 +1,5 @@
 import OfferAPI
+import OfferCommandLine
 import OfferCore
 import OfferServer
 import OfferStore
@@ -19,7 +20,7 @@ enum CatalogCommand {
     /// earlier one) to standard output, indented, members sorted; says on standard error which versions it wrote.
     static func export(_ arguments: ArraySlice<String>) throws -> Int32 {
         let options = try Arguments(arguments, valued: ["config", "app", "version"])
-        guard options.positionals.isEmpty else { throw UsageError("unexpected argument \(options.positionals[0])") }
+        try options.noPositionals()
         let configuration = try ServeCommand.readConfiguration(try options.required("config"))
         var version: Int64?
         if let text = options["version"] {
@@ -67,7 +68,7 @@ enum CatalogCommand {
     static func importFile(_ arguments: ArraySlice<String>) throws -> Int32 {
         let options = try Arguments(
             arguments, valued: ["config", "file", "app", "message"], switches: ["publish"])
-        guard options.positionals.isEmpty else { throw UsageError("unexpected argument \(options.positionals[0])") }
+        try options.noPositionals()
         let publish = options.flags.contains("publish")
         if options["message"] != nil && !publish { throw UsageError("--message goes with --publish") }
         let path = try options.required("file")

@@ -1,3 +1,4 @@
+import OfferCommandLine
 import OfferCore
 import OfferServer
 import OfferStore
@@ -7,7 +8,7 @@ import OfferStore
 enum ConfigCheckCommand {
     static func run(_ arguments: ArraySlice<String>) throws -> Int32 {
         let options = try Arguments(arguments, valued: ["config", "at"])
-        guard options.positionals.isEmpty else { throw UsageError("unexpected argument \(options.positionals[0])") }
+        try options.noPositionals()
         let path = try options.required("config")
         var now = SystemClock.nowMilliseconds()
         if let at = options["at"] {

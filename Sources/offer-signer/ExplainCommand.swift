@@ -1,4 +1,5 @@
 import OfferAPI
+import OfferCommandLine
 import OfferCore
 import OfferServer
 import OfferStore
@@ -18,7 +19,7 @@ enum ExplainCommand {
                 "config", "request", "offer", "bundle-id", "product-id", "signed-transaction", "signed-renewal-info",
                 "signed-app-transaction", "at", "retention",
             ])
-        guard options.positionals.isEmpty else { throw UsageError("unexpected argument \(options.positionals[0])") }
+        try options.noPositionals()
         let (configuration, served) = try ServeCommand.loadConfiguration(try options.required("config"))
         let catalog = served.catalog
         var now = SystemClock.nowMilliseconds()

@@ -1,7 +1,5 @@
 /// The `--help` texts. The CLI reference in docs/operations.md repeats them; keep both true together.
 enum Help {
-    static let version = "offer-signer 0.1.0"
-
     static let main = """
         offer-signer: signs StoreKit subscription offers with App Store Connect keys, after deciding
         eligibility from Apple-signed data and rules written by marketing ops.
@@ -35,10 +33,10 @@ enum Help {
           admin token list           list the admin tokens (never the tokens themselves)
           admin token revoke ID      revoke an admin token and end its console sessions
           audit verify               check the admin audit log's hash chain (and a published head)
-          testkit                    make test certificates and Apple-like signed data for integration tests;
-                                     run a fake App Store Server API
 
         Run `offer-signer <command> --help` for a command's options. `offer-signer --version` prints the version.
+        Test certificates, Apple-like signed data and a fake App Store Server API for integration tests come from
+        a separate executable, offer-signer-testkit (`offer-signer-testkit --help`), not shipped with this one.
         """
 
     static let catalog = """
@@ -250,55 +248,6 @@ enum Help {
         per-offer daily totals, as the service does at start and every hour; redemptions and the per-offer
         totals stay. KEY is the customer key the service uses: the verified originalTransactionId, else the
         appTransactionId.
-        """
-
-    static let testkit = """
-        Usage:
-          offer-signer testkit ca --out DIR [--valid-from ISO8601] [--valid-until ISO8601]
-          offer-signer testkit sign transaction|renewal-info|app-transaction --ca DIR --payload FILE|- [--xcode]
-          offer-signer testkit sign notification --ca DIR --type TYPE [--subtype S] [--environment E]
-              [--app-apple-id N] [--bundle-id B] [--uuid U] [--transaction FILE] [--renewal-info FILE]
-          offer-signer testkit sign notification --ca DIR --payload FILE|-
-          offer-signer testkit sign retention-request --ca DIR --original-transaction-id ID --product-id P
-              [--app-apple-id N] [--locale L] [--environment E] [--request-id UUID] [--count N]
-          offer-signer testkit sign retention-request --ca DIR --payload FILE|-
-          offer-signer testkit apple-api --ca DIR --state FILE --port PORT [--host HOST] [--key-id ID]
-              [--public-key FILE] [--token-file FILE]
-
-        `ca` writes a test root (root.cer, DER), an intermediate and a leaf carrying Apple's marker
-        extensions, and the leaf's key, to DIR. Trust root.cer in a test configuration.
-        `sign` signs a JSON payload (Apple's field names; signedDate is added when missing) as an Apple-like
-        JWS with the test chain in x5c, and prints the JWS. --xcode signs with the self-signed xcode.cer instead,
-        as Xcode's StoreKit testing does (accepted only by apps with "localTesting": true).
-        Date fields take Unix milliseconds, "now", a time from now ("-40d", "+2h", "-30m", "+10s": days, hours,
-        minutes, seconds) or an ISO 8601 date-time. Unknown field names for the kind (with the closest real
-        name), other text in a date field and values the service would reject are warned about on standard
-        error; the JWS is still printed, with such values as written.
-        `sign notification` prints an App Store Server Notification V2 `signedPayload`, as Apple's server posts
-        it to POST /v1/apple/notifications/{bundleId}: notificationType TYPE (any text, unknown ones too),
-        subtype S, data.environment E (default: the transaction's, else Sandbox), data.appAppleId N (Apple
-        sends it in Production only), data.bundleId B (default: the transaction's), notificationUUID U
-        (default: a new UUID; send the same one twice to test a retry), and the transaction and renewal info
-        payloads in FILE (templates as above, bundleId and environment filled in from the notification when
-        missing) signed inside it by the same chain. --payload signs a whole decoded notification as written
-        (its nested signedTransactionInfo and signedRenewalInfo already JWS).
-        `sign retention-request` prints a Retention Messaging request's `signedPayload`, as Apple's server posts
-        it to POST /v1/apple/retention/{bundleId}: originalTransactionId ID, productId P, appAppleId N (default
-        1234567890; required for Production, where the service checks it), userLocale L (default en-US),
-        environment E (default Sandbox), requestIdentifier UUID (default: a new one; send the same one twice to
-        test a retry) and signedDate now. --count prints N requests, one per line, each with its own
-        requestIdentifier (the first one --request-id when given), for load tests. --payload signs a whole
-        decoded request as written (to test one with a field missing).
-        `apple-api` serves a fake App Store Server API on HOST:PORT (default host 127.0.0.1; port 0 picks one)
-        until SIGTERM or SIGINT, and prints "offer-signer testkit apple-api listening on http://HOST:PORT" once
-        ready: Get All Subscription Statuses and Get Notification History, Production at /inApps/... and Sandbox
-        at /sandbox/inApps/..., answered from the state FILE (subscriptions, notifications and fault switches per
-        environment; docs/apple.md shows its shape), read again on every request, with the signed data signed by the
-        test CA in DIR. Point an app's "appStoreServerAPI": {"baseURL": "http://HOST:PORT"} at it. Each call's
-        bearer JWT is checked as Apple checks it (alg, typ, kid, aud, bid, iat if present, exp; the signature with
-        --public-key, a PEM public key or the app's .p8) and refused with 401 otherwise, the reason on standard
-        error. --key-id requires that kid; --token-file writes the last token seen to FILE (mode 0600).
-        GET /__fake/requests counts the calls per environment and endpoint.
         """
 
     static let apple = """

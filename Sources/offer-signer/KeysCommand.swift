@@ -1,4 +1,5 @@
 import OfferAPI
+import OfferCommandLine
 import OfferCore
 import OfferCrypto
 import OfferServer
@@ -11,6 +12,14 @@ import OfferServer
 
 /// `offer-signer keys generate`, `keys import --pkcs11` and `keys import-storekit`.
 enum KeysCommand {
+    static func run(_ subcommand: String, _ arguments: ArraySlice<String>) throws -> Int32 {
+        switch subcommand {
+        case "generate": return try generate(arguments)
+        case "import": return try importIntoToken(arguments)
+        default: return try importStoreKit(arguments)
+        }
+    }
+
     static func generate(_ arguments: ArraySlice<String>) throws -> Int32 {
         let options = try Arguments(arguments, valued: ["key-id", "out"])
         let keyId = try options.required("key-id")

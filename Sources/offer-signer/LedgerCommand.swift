@@ -1,4 +1,5 @@
 import OfferAPI
+import OfferCommandLine
 import OfferCore
 import OfferServer
 import OfferStore
@@ -13,7 +14,7 @@ enum LedgerCommand {
         case "stats", "actions", "purge":
             let options = try Arguments(
                 arguments, valued: ["config"], switches: subcommand == "stats" ? ["daily"] : [])
-            try noPositionals(options)
+            try options.noPositionals()
             let (configuration, ledger) = try open(try options.required("config"))
             switch subcommand {
             case "stats":
@@ -50,10 +51,6 @@ enum LedgerCommand {
             throw UsageError("unknown subcommand \"\(subcommand)\" of ledger")
         }
         return 0
-    }
-
-    private static func noPositionals(_ options: Arguments) throws {
-        guard options.positionals.isEmpty else { throw UsageError("unexpected argument \(options.positionals[0])") }
     }
 
     /// The configuration and its ledger, which must be one another process can open: a SQLite file or a
@@ -159,7 +156,7 @@ enum LedgerCommand {
         let options = try Arguments(
             arguments, valued: Set(["config", "app", "offer", "customer", "reason"] + (granting ? ["count"] : [])),
             switches: ["sandbox"])
-        try noPositionals(options)
+        try options.noPositionals()
         let path = try options.required("config")
         let offerId = try options.required("offer")
         let customer = granting ? try options.required("customer") : options["customer"]

@@ -1,3 +1,4 @@
+import OfferCommandLine
 import OfferCrypto
 import OfferServer
 
@@ -14,7 +15,7 @@ enum ReloadCommand {
 
     static func run(_ arguments: ArraySlice<String>) throws -> Int32 {
         let options = try Arguments(arguments, valued: ["pid", "timeout"])
-        guard options.positionals.isEmpty else { throw UsageError("unexpected argument \(options.positionals[0])") }
+        try options.noPositionals()
         guard let pid = Int32(try options.required("pid")), pid > 0 else {
             throw UsageError("--pid must be the server's process ID, a positive number")
         }

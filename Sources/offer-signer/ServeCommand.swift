@@ -1,4 +1,5 @@
 import OfferAppStore
+import OfferCommandLine
 import OfferCore
 import OfferCrypto
 import OfferServer
@@ -14,7 +15,7 @@ enum ServeCommand {
     static func run(_ arguments: ArraySlice<String>) throws -> Int32 {
         let options = try Arguments(
             arguments, valued: ["config", "host", "port", "admin-host", "admin-port", "log-level", "log-format"])
-        guard options.positionals.isEmpty else { throw UsageError("unexpected argument \(options.positionals[0])") }
+        try options.noPositionals()
         let configPath = try options.required("config")
         let configuration = try readConfiguration(configPath)
         var settings = configuration.settings

@@ -1,4 +1,5 @@
 import OfferAPI
+import OfferCommandLine
 import OfferCore
 import OfferCrypto
 import OfferServer
@@ -69,7 +70,7 @@ enum SignCommand {
     }
 
     private static func signingKey(_ options: Arguments, issuerRequired: Bool) throws -> OfferSigningKey {
-        guard options.positionals.isEmpty else { throw UsageError("unexpected argument \(options.positionals[0])") }
+        try options.noPositionals()
         let keyId = try options.required("key-id")
         guard Identifiers.isKeyId(keyId) else { throw UsageError("--key-id must be 1 to 64 letters or digits") }
         let issuerId = issuerRequired ? try options.required("issuer-id") : ""

@@ -1,7 +1,7 @@
 import Foundation
 import Testing
 
-@Suite("End to end: `testkit apple-api` serves what `apple status` looks up, through the real binary")
+@Suite("End to end: `offer-signer-testkit apple-api` serves what `apple status` looks up, through the real binary")
 struct AppleAPICommandTests {
     /// A folder with a test CA, the app's key, a state file and the fake running on it.
     final class Setup: @unchecked Sendable {
@@ -15,8 +15,9 @@ struct AppleAPICommandTests {
         init(state: String, checkKey: String = "key.p8") throws {
             directory = FileManager.default.temporaryDirectory.appendingPathComponent("apple-api-\(UUID().uuidString)")
             try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+            let (caStatus, _, caError) = try runTestKit(["ca", "--out", "\(directory.path)/ca"])
+            try #require(caStatus == 0, "ca: \(caError)")
             for arguments in [
-                ["testkit", "ca", "--out", "\(directory.path)/ca"],
                 ["keys", "generate", "--key-id", "TESTKEY001", "--out", "\(directory.path)/key.p8"],
                 ["keys", "generate", "--key-id", "OTHERKEY01", "--out", "\(directory.path)/other.p8"],
             ] {
@@ -24,9 +25,9 @@ struct AppleAPICommandTests {
                 try #require(status == 0, "\(arguments): \(error)")
             }
             try Data(state.utf8).write(to: directory.appendingPathComponent("state.json"))
-            fake.executableURL = URL(fileURLWithPath: ServerProcess.binary)
+            fake.executableURL = URL(fileURLWithPath: ServerProcess.testKitBinary)
             fake.arguments = [
-                "testkit", "apple-api", "--ca", "\(directory.path)/ca", "--state", "\(directory.path)/state.json",
+                "apple-api", "--ca", "\(directory.path)/ca", "--state", "\(directory.path)/state.json",
                 "--port", "0", "--key-id", "TESTKEY001", "--public-key", "\(directory.path)/\(checkKey)",
             ]
             let output = Pipe()
@@ -40,7 +41,7 @@ struct AppleAPICommandTests {
                 line.append(chunk)
             }
             let text = String(decoding: line, as: UTF8.self)
-            let prefix = "offer-signer testkit apple-api listening on http://127.0.0.1:"
+            let prefix = "offer-signer-testkit apple-api listening on http://127.0.0.1:"
             try #require(text.hasPrefix(prefix), "the fake did not start: \(text)")
             port = try #require(Int(text.dropFirst(prefix.count).trimmingCharacters(in: .whitespacesAndNewlines)))
             let config = """

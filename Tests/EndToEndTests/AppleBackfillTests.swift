@@ -112,8 +112,8 @@ struct AppleBackfillTests {
             of: #""offerType": 2, "offerIdentifier": "once""#,
             with: #""environment": "Production", "bundleId": "com.example.app""#)
         try Data(request.utf8).write(to: payload)
-        let (signedStatus, signed, signError) = try runBinary([
-            "testkit", "sign", "transaction", "--ca", setup.directory.appendingPathComponent("ca").path, "--payload",
+        let (signedStatus, signed, signError) = try runTestKit([
+            "sign", "transaction", "--ca", setup.directory.appendingPathComponent("ca").path, "--payload",
             payload.path,
         ])
         try #require(signedStatus == 0, "\(signError)")

@@ -6,17 +6,20 @@ import Testing
 
 @Suite("End to end: the command line")
 struct CommandLineTests {
-    /// Every command the "Command line" section of docs/operations.md lists.
-    static func documentedCommands() throws -> [[String]] {
+    /// Every command the "Command line" section of docs/operations.md lists, with the executable that runs it
+    /// (`offer-signer`, or the test kit's `offer-signer-testkit`).
+    static func documentedCommands() throws -> [(executable: String, words: [String])] {
         let page = try String(
             contentsOf: ServerProcess.packageRoot.appendingPathComponent("docs/operations.md"), encoding: .utf8)
         let parts = page.components(separatedBy: "\n## Command line\n")
         try #require(parts.count == 2, "docs/operations.md has one \"## Command line\" section")
         let block = try #require(parts[1].components(separatedBy: "```").dropFirst().first)
+        let executables = ["offer-signer": ServerProcess.binary, "offer-signer-testkit": ServerProcess.testKitBinary]
         return block.split(separator: "\n").compactMap { line in
             let words = line.split(separator: " ").map(String.init)
-            guard words.first == "offer-signer" else { return nil }
-            return Array(words.dropFirst().prefix { !$0.hasPrefix("-") && !$0.hasPrefix("[") && $0 == $0.lowercased() })
+            guard let first = words.first, let executable = executables[first] else { return nil }
+            let command = words.dropFirst().prefix { !$0.hasPrefix("-") && !$0.hasPrefix("[") && $0 == $0.lowercased() }
+            return (executable, Array(command))
         }
     }
 
@@ -24,19 +27,20 @@ struct CommandLineTests {
     func helpForEveryCommand() throws {
         let commands = try Self.documentedCommands()
         #expect(commands.count >= 10)
-        for command in commands {
+        #expect(commands.contains { $0.executable == ServerProcess.testKitBinary })
+        for (executable, command) in commands {
             // `transaction|renewal-info|app-transaction`: the first alternative stands for all.
             let words = command.map { String($0.split(separator: "|").first ?? Substring($0)) }
-            let (status, output, _) = try runBinary(words + ["--help"])
-            #expect(status == 0, "\(words)")
-            #expect(output.contains("Usage"), "\(words): \(output)")
+            let (status, output, _) = try runBinary(words + ["--help"], executable: executable)
+            #expect(status == 0, "\(executable) \(words)")
+            #expect(output.contains("Usage"), "\(executable) \(words): \(output)")
         }
     }
 
     @Test("groups without a subcommand, unknown commands and unknown options are usage errors (status 2)")
     func usageErrors() throws {
         for arguments in [
-            ["testkit"], ["keys"], ["frobnicate"], ["serve", "--config", "x", "--colour", "red"],
+            ["keys"], ["frobnicate"], ["serve", "--config", "x", "--colour", "red"],
             ["sign", "promotional-offer", "--key"],
         ] {
             let (status, _, error) = try runBinary(arguments)
@@ -55,7 +59,6 @@ struct CommandLineTests {
                 ["keys", "genrate"], "unknown subcommand \"genrate\" of keys; did you mean \"generate\"?",
                 "keys generate"
             ),
-            (["testkit", "sing"], "unknown subcommand \"sing\" of testkit; did you mean \"sign\"?", "testkit ca"),
             (["sign", "legasy"], "unknown subcommand \"legasy\" of sign; did you mean \"legacy\"?", "sign legacy"),
             (["relaod"], "unknown command \"relaod\"; did you mean \"reload\"?", "Commands:"),
             (["frobnicate"], "unknown command \"frobnicate\"\n", "Commands:"),
@@ -99,13 +102,13 @@ struct CommandLineTests {
         #expect(deepError.contains("cannot create directory \(out)/a/b: No such file or directory"), "\(deepError)")
     }
 
-    @Test("testkit sign resolves relative dates and warns about unknown field names, then prints the JWS")
+    @Test("offer-signer-testkit sign resolves relative dates and warns about unknown field names, then prints the JWS")
     func testKitTemplates() throws {
         let directory = NSTemporaryDirectory() + "offer-signer-testkit-\(UUID().uuidString)"
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(atPath: directory) }
-        let (caStatus, _, caError) = try runBinary(["testkit", "ca", "--out", directory + "/ca"])
-        try #require(caStatus == 0, "testkit ca failed: \(caError)")
+        let (caStatus, _, caError) = try runTestKit(["ca", "--out", directory + "/ca"])
+        try #require(caStatus == 0, "offer-signer-testkit ca failed: \(caError)")
         let template = """
             {"transactionId": "2000000000000002", "originalTransactionId": "2000000000000001",
              "bundleId": "\(Deployment.bundleId)", "productId": "com.example.pro.monthly",
@@ -113,8 +116,8 @@ struct CommandLineTests {
              "signedDate": "now", "environment": "Sandbox", "storefornt": "USA", "colour": "red"}
             """
         let before = Deployment.wallClock()
-        let (status, output, error) = try runBinary(
-            ["testkit", "sign", "transaction", "--ca", directory + "/ca", "--payload", "-"], input: template)
+        let (status, output, error) = try runTestKit(
+            ["sign", "transaction", "--ca", directory + "/ca", "--payload", "-"], input: template)
         let after = Deployment.wallClock()
         #expect(status == 0, "\(error)")
         #expect(
@@ -132,8 +135,8 @@ struct CommandLineTests {
         )
         #expect((before...after).contains(signed))
 
-        let (textStatus, textOutput, textError) = try runBinary(
-            ["testkit", "sign", "transaction", "--ca", directory + "/ca", "--payload", "-"],
+        let (textStatus, textOutput, textError) = try runTestKit(
+            ["sign", "transaction", "--ca", directory + "/ca", "--payload", "-"],
             input: #"{"transactionId": "1", "expiresDate": "-40 days"}"#)
         #expect(textStatus == 0, "text that is no date is signed as written, for tests of bad data")
         #expect(textError.contains(#"warning: -: field "expiresDate": "-40 days" is no date"#), "\(textError)")

@@ -5,18 +5,18 @@ import OfferCrypto
 import OfferTesting
 import Testing
 
-/// Issue 9, items 5 and 6, through the real binary: `testkit sign retention-request` makes requests the service's
+/// Issue 9, items 5 and 6, through the real binary: `offer-signer-testkit sign retention-request` makes requests the service's
 /// own verifier accepts, and `explain --retention` decides one as the service would.
-@Suite("End to end: testkit sign retention-request and explain --retention")
+@Suite("End to end: offer-signer-testkit sign retention-request and explain --retention")
 struct RetentionCommandTests {
     static let product = "com.example.pro.monthly"
     static let message = "0f1e2d3c-4b5a-4978-8695-a4b3c2d1e0f9"
 
-    /// A test CA made by `testkit ca` in a fresh folder, its root trusted by a verifier.
+    /// A test CA made by `offer-signer-testkit ca` in a fresh folder, its root trusted by a verifier.
     static func authority() throws -> (folder: String, verifier: SignedDataVerifier, remove: () -> Void) {
         let deployment = try TestDeployment(apps: "[]")
         let folder = deployment.directory + "/ca"
-        let (status, _, error) = try runBinary(["testkit", "ca", "--out", folder])
+        let (status, _, error) = try runTestKit(["ca", "--out", folder])
         #expect(status == 0, "\(error)")
         let root = try Certificate(der: Array(try Data(contentsOf: URL(fileURLWithPath: folder + "/root.cer"))))
         return (folder, SignedDataVerifier(trustedRoots: [root]), deployment.remove)
@@ -28,8 +28,8 @@ struct RetentionCommandTests {
         defer { remove() }
         let trust = RealtimeRequestTrust(
             app: AppTrust(bundleId: "com.example.app", environments: [.production, .sandbox]), appAppleId: 42)
-        let (status, output, error) = try runBinary([
-            "testkit", "sign", "retention-request", "--ca", folder, "--original-transaction-id", "2000000000000001",
+        let (status, output, error) = try runTestKit([
+            "sign", "retention-request", "--ca", folder, "--original-transaction-id", "2000000000000001",
             "--product-id", Self.product, "--app-apple-id", "42", "--locale", "fr-CA", "--environment", "Production",
             "--request-id", "11111111-2222-4333-8444-555555555555", "--count", "3",
         ])
@@ -57,14 +57,14 @@ struct RetentionCommandTests {
             (["--environment", "Production"], "--app-apple-id is required for a Production request"),
             (["--request-id", "42"], "--request-id must be a UUID"),
             (["--count", "0"], "--count must be an integer from 1 to 1000000"),
-            (["--type", "TEST"], "--type is for `testkit sign notification`"),
+            (["--type", "TEST"], "--type is for `offer-signer-testkit sign notification`"),
         ])
     func usage(extra: [String], message: String) throws {
         let (folder, _, remove) = try Self.authority()
         defer { remove() }
-        let (status, _, error) = try runBinary(
+        let (status, _, error) = try runTestKit(
             [
-                "testkit", "sign", "retention-request", "--ca", folder, "--original-transaction-id", "1",
+                "sign", "retention-request", "--ca", folder, "--original-transaction-id", "1",
                 "--product-id",
                 "p",
             ] + extra)
@@ -76,11 +76,11 @@ struct RetentionCommandTests {
     func otherKinds() throws {
         let (folder, _, remove) = try Self.authority()
         defer { remove() }
-        let (status, _, error) = try runBinary([
-            "testkit", "sign", "transaction", "--ca", folder, "--payload", "-", "--locale", "en-US",
+        let (status, _, error) = try runTestKit([
+            "sign", "transaction", "--ca", folder, "--payload", "-", "--locale", "en-US",
         ])
         #expect(status == 2)
-        #expect(error.contains("--locale is for `testkit sign retention-request`"), "\(error)")
+        #expect(error.contains("--locale is for `offer-signer-testkit sign retention-request`"), "\(error)")
     }
 
     @Test("explain --retention: the request as Apple posts it, or the JWS alone; 0 for an answer, 1 refused, 2 usage")

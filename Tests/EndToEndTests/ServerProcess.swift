@@ -14,6 +14,8 @@ final class ServerProcess: @unchecked Sendable {
     static let packageRoot = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
         .deletingLastPathComponent()
     static let binary = packageRoot.appendingPathComponent(".build/debug/offer-signer").path
+    /// The test kit's executable, built beside it.
+    static let testKitBinary = packageRoot.appendingPathComponent(".build/debug/offer-signer-testkit").path
 
     let process = Process()
     let baseURL: URL
@@ -116,13 +118,14 @@ struct ServerStartFailure: Error, CustomStringConvertible {
     var description: String { "server did not start: \(output)" }
 }
 
-/// Runs the binary once as a command and returns (status, stdout, stderr); `input` is its standard input and
-/// `environment` adds variables.
+/// Runs the binary (`offer-signer` unless `executable` names another) once as a command and returns (status, stdout,
+/// stderr); `input` is its standard input and `environment` adds variables.
 func runBinary(
-    _ arguments: [String], input: String? = nil, environment: [String: String] = [:]
+    _ arguments: [String], input: String? = nil, environment: [String: String] = [:],
+    executable: String = ServerProcess.binary
 ) throws -> (Int32, String, String) {
     let process = Process()
-    process.executableURL = URL(fileURLWithPath: ServerProcess.binary)
+    process.executableURL = URL(fileURLWithPath: executable)
     process.arguments = arguments
     process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
     let stdin = Pipe()
@@ -142,4 +145,9 @@ func runBinary(
     return (
         process.terminationStatus, String(decoding: outData, as: UTF8.self), String(decoding: errData, as: UTF8.self)
     )
+}
+
+/// Runs `offer-signer-testkit` once as a command, as `runBinary` runs `offer-signer`.
+func runTestKit(_ arguments: [String], input: String? = nil) throws -> (Int32, String, String) {
+    try runBinary(arguments, input: input, executable: ServerProcess.testKitBinary)
 }

@@ -35,6 +35,7 @@ from support import (
     drop_postgres_database,
     generate_key,
     run_cli,
+    run_testkit,
     write_config,
 )
 
@@ -83,7 +84,7 @@ def server(workdir, config_path):
 def testkit_dir(tmp_path_factory, bin_path) -> Path:
     directory = tmp_path_factory.mktemp("openapi-testkit")
     for name in ("ca", "stranger"):
-        result = run_cli("testkit", "ca", "--out", str(directory / name))
+        result = run_testkit("ca", "--out", str(directory / name))
         assert result.returncode == 0, result.stderr
     return directory
 

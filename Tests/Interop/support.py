@@ -60,8 +60,22 @@ def binary() -> str:
     return path
 
 
+def kit_binary() -> str:
+    """The test kit's executable: OFFER_SIGNER_TESTKIT_BIN, else `offer-signer-testkit` beside the binary."""
+    path = os.environ.get("OFFER_SIGNER_TESTKIT_BIN") or str(Path(binary()).parent / "offer-signer-testkit")
+    if not os.access(path, os.X_OK):
+        raise RuntimeError(
+            f"offer-signer-testkit not found at {path}; run `swift build` or set OFFER_SIGNER_TESTKIT_BIN")
+    return path
+
+
 def run_cli(*args: str, timeout: float = 20) -> subprocess.CompletedProcess:
     return subprocess.run([binary(), *args], capture_output=True, text=True, timeout=timeout)
+
+
+def run_testkit(*args: str, timeout: float = 20) -> subprocess.CompletedProcess:
+    """`offer-signer-testkit ARGS`, as `run_cli` runs `offer-signer`."""
+    return subprocess.run([kit_binary(), *args], capture_output=True, text=True, timeout=timeout)
 
 
 def generate_key(directory: Path, key_id: str) -> Path:
@@ -558,7 +572,7 @@ def app_transaction_payload(now: int) -> dict:
 
 
 class SignedData:
-    """Apple-like signed data from `offer-signer testkit sign`, good and bad."""
+    """Apple-like signed data from `offer-signer-testkit sign`, good and bad."""
 
     def __init__(self, directory: Path):
         self.directory = directory
@@ -595,11 +609,11 @@ class SignedData:
 
 
 def sign_with_testkit(directory: Path, ca: Path, kind: str, payload: dict) -> str:
-    """`payload` signed by `offer-signer testkit sign KIND` with the test chain in `ca` (the payload file is written
+    """`payload` signed by `offer-signer-testkit sign KIND` with the test chain in `ca` (the payload file is written
     to `directory`)."""
     path = directory / f"payload-{uuid.uuid4()}.json"
     path.write_text(json.dumps(payload))
-    result = run_cli("testkit", "sign", kind, "--ca", str(ca), "--payload", str(path))
+    result = run_testkit("sign", kind, "--ca", str(ca), "--payload", str(path))
     assert result.returncode == 0, result.stderr
     token = result.stdout.strip()
     assert token.count(".") == 2, token

@@ -1,11 +1,11 @@
-"""The App Store Server API side, judged from outside: the binary's `testkit apple-api` fake and `apple status`.
+"""The App Store Server API side, judged from outside: `offer-signer-testkit apple-api`'s fake and `apple status`.
 
 1. The authentication JWT `apple status` sends (captured by the fake's --token-file) verifies with PyJWT under the
    app's public key, with exactly the header and claims Apple documents (APPLE-S2S.md section 3.2); a changed byte
    fails.
 2. Apple's own Python client (`AppStoreServerAPIClient`, pointed at the fake) gets the fake's statuses and history
    pages parsed by its own models, and Apple's `SignedDataVerifier` accepts every JWS in them under the test root:
-   the fake answers in Apple's shapes, signed as `testkit sign` signs. Its errors carry Apple's errorCode, and its
+   the fake answers in Apple's shapes, signed as `offer-signer-testkit sign` signs. Its errors carry Apple's errorCode, and its
    429 a Retry-After in Unix milliseconds.
 """
 
@@ -29,10 +29,10 @@ from appstoreserverlibrary.models.NotificationHistoryRequest import Notification
 from appstoreserverlibrary.models.Status import Status
 from appstoreserverlibrary.signed_data_verifier import SignedDataVerifier, VerificationException
 
-from support import BUNDLE_ID, ISSUER_ID, KEY_ID, KeyMaterial, binary, generate_key, run_cli
+from support import BUNDLE_ID, ISSUER_ID, KEY_ID, KeyMaterial, generate_key, kit_binary, run_cli, run_testkit
 
 APP_APPLE_ID = 1234567890
-LISTENING_PREFIX = "offer-signer testkit apple-api listening on http://127.0.0.1:"
+LISTENING_PREFIX = "offer-signer-testkit apple-api listening on http://127.0.0.1:"
 
 
 def state(fault: dict | None = None) -> dict:
@@ -61,19 +61,19 @@ def state(fault: dict | None = None) -> dict:
 
 
 class Fake:
-    """`offer-signer testkit apple-api` on a free port, with its state file and the last token it saw."""
+    """`offer-signer-testkit apple-api` on a free port, with its state file and the last token it saw."""
 
     def __init__(self, directory: Path, key: KeyMaterial):
         self.directory = directory
         self.ca = directory / "ca"
-        assert run_cli("testkit", "ca", "--out", str(self.ca)).returncode == 0
+        assert run_testkit("ca", "--out", str(self.ca)).returncode == 0
         self.state_path = directory / "state.json"
         self.token_path = directory / "token.txt"
         self.set_state(state())
         self.stderr_path = directory / "fake.stderr"
         with open(self.stderr_path, "wb") as stderr:
             self.process = subprocess.Popen(
-                [binary(), "testkit", "apple-api", "--ca", str(self.ca), "--state", str(self.state_path), "--port", "0",
+                [kit_binary(), "apple-api", "--ca", str(self.ca), "--state", str(self.state_path), "--port", "0",
                  "--public-key", str(key.path), "--token-file", str(self.token_path)],
                 stdout=subprocess.PIPE, stderr=stderr, stdin=subprocess.DEVNULL)
         line = b""

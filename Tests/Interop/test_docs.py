@@ -15,8 +15,8 @@ and 14).
    configuration for README.md (a copy in a temporary folder, so the demo's ledger is not touched), else the
    page's configuration in the ```json block after `<!-- checked: configuration -->`, which must pass
    `config check` where it appears. The page's blocks run in order in one temporary folder, with `offer-signer`
-   on the PATH; README.md's `.build/release/offer-signer` and `Deploy/demo/offer-signer.json` are the binary and
-   the copy.
+   and the test kit's `offer-signer-testkit` on the PATH; README.md's `.build/release/offer-signer` and
+   `Deploy/demo/offer-signer.json` are the binary and the copy.
 
 Each check is a function returning its problems; the tests run it on the real files (no problem) and on a
 synthetic page with one thing broken (that problem), so each check is shown able to fail.
@@ -36,7 +36,7 @@ from pathlib import Path
 
 import pytest
 
-from support import REPO_ROOT, Server, binary
+from support import REPO_ROOT, Server, binary, kit_binary
 
 README = REPO_ROOT / "README.md"
 CONTRIBUTING = REPO_ROOT / "CONTRIBUTING.md"
@@ -427,6 +427,7 @@ class PageRun:
         tools = workdir / ".bin"
         tools.mkdir()
         (tools / "offer-signer").symlink_to(binary())
+        (tools / "offer-signer-testkit").symlink_to(kit_binary())
         self.env = {**os.environ, "PATH": f"{tools}{os.pathsep}{os.environ['PATH']}"}
         if page == README:
             self.configuration = demo_copy(workdir)

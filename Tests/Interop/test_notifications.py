@@ -1,7 +1,7 @@
 """Issue 9: App Store Server Notifications V2.
 
 Apple's own Python library (`appstoreserverlibrary`'s `SignedDataVerifier`) judges the test kit's notifications
-(`offer-signer testkit sign notification`) under the test root: it accepts them in both environments (Production
+(`offer-signer-testkit sign notification`) under the test root: it accepts them in both environments (Production
 with the app's `appAppleId`) with their nested transaction and renewal info, and refuses them tampered.
 
 Then the real binary, on a SQLite ledger, receives them at `POST /v1/apple/notifications/{bundleId}`: a customer who
@@ -38,6 +38,7 @@ from support import (
     b64url_decode,
     renewal_payload,
     run_cli,
+    run_testkit,
     sign_with_testkit,
     signed_nonce,
     transaction_payload,
@@ -53,8 +54,8 @@ def sign_notification(directory: Path, ca: Path, notification_type: str, *, subt
                       environment: str | None = None, app_apple_id: int | None = None,
                       notification_uuid: str | None = None, transaction: dict | None = None,
                       renewal: dict | None = None, bundle_id: str | None = BUNDLE_ID) -> str:
-    """`offer-signer testkit sign notification` with these options; the payloads are written to `directory`."""
-    args = ["testkit", "sign", "notification", "--ca", str(ca), "--type", notification_type]
+    """`offer-signer-testkit sign notification` with these options; the payloads are written to `directory`."""
+    args = ["sign", "notification", "--ca", str(ca), "--type", notification_type]
     for option, value in (("--subtype", subtype), ("--environment", environment), ("--bundle-id", bundle_id),
                           ("--uuid", notification_uuid),
                           ("--app-apple-id", None if app_apple_id is None else str(app_apple_id))):
@@ -65,7 +66,7 @@ def sign_notification(directory: Path, ca: Path, notification_type: str, *, subt
             path = directory / f"payload-{uuid.uuid4()}.json"
             path.write_text(json.dumps(payload))
             args += [option, str(path)]
-    result = run_cli(*args)
+    result = run_testkit(*args)
     assert result.returncode == 0, result.stderr
     token = result.stdout.strip()
     assert token.count(".") == 2, token
@@ -149,14 +150,14 @@ def test_a_whole_payload_is_signed_as_written(testkit_dir):
         "summary": {"bundleId": BUNDLE_ID, "environment": "Sandbox", "productId": PRODUCT_MONTHLY,
                     "requestIdentifier": str(uuid.uuid4()), "succeededCount": 3, "failedCount": 0},
     }))
-    result = run_cli("testkit", "sign", "notification", "--ca", str(testkit_dir / "ca"), "--payload", str(path))
+    result = run_testkit("sign", "notification", "--ca", str(testkit_dir / "ca"), "--payload", str(path))
     assert result.returncode == 0, result.stderr
     assert result.stderr == ""
     decoded = apple_verifier(testkit_dir, Environment.SANDBOX).verify_and_decode_notification(result.stdout.strip())
     assert decoded.summary.succeededCount == 3
     assert abs(decoded.signedDate - now) < 60_000
-    mixed = run_cli("testkit", "sign", "notification", "--ca", str(testkit_dir / "ca"), "--payload", str(path),
-                    "--type", "TEST")
+    mixed = run_testkit("sign", "notification", "--ca", str(testkit_dir / "ca"), "--payload", str(path),
+                        "--type", "TEST")
     assert mixed.returncode == 2
     assert "--type cannot be combined with --payload" in mixed.stderr
 

@@ -2,7 +2,7 @@
 
 1. The document is valid OpenAPI 3.1 (openapi-spec-validator), and every example in it fits its schema.
 2. Real responses, from the session server (no trusted roots) and from a server here that trusts a test
-   root made by `offer-signer testkit` (so verified customers, intro eligibility, win-back and limits are
+   root made by `offer-signer-testkit` (so verified customers, intro eligibility, win-back and limits are
    reachable), validate (jsonschema, Draft 2020-12, `$ref`s resolved in the whole document) against the
    schema the document declares for that path, method, status and media type; so do their headers.
    The HTTP library's own HTML protocol errors are checked the same way.

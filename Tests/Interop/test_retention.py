@@ -1,7 +1,7 @@
 """Issue 9: Retention Messaging (`POST /v1/apple/retention/{bundleId}`).
 
 Apple's own Python library (`appstoreserverlibrary`'s `SignedDataVerifier.verify_and_decode_realtime_request`) judges
-the test kit's retention requests (`offer-signer testkit sign retention-request`) under the test root: it accepts them
+the test kit's retention requests (`offer-signer-testkit sign retention-request`) under the test root: it accepts them
 in Sandbox and, with the app's `appAppleId`, in Production, and refuses them tampered, for another app, in another
 environment, from another chain, or with a field missing, as the service does. Its `RealtimeResponseBody` model (with
 the library's own cattrs converter) reads every answer of ours, and writes it back byte for byte as we wrote it; PyJWT
@@ -43,6 +43,7 @@ from support import (
     b64url_decode,
     renewal_payload,
     run_cli,
+    run_testkit,
     transaction_payload,
 )
 from test_notifications import sign_notification
@@ -61,14 +62,14 @@ DAY_MS = 86_400_000
 def sign_retention_request(ca: Path, original_transaction_id: str, *, product_id: str = PRODUCT_MONTHLY,
                            environment: str | None = None, app_apple_id: int | None = None,
                            locale: str | None = None, request_id: str | None = None) -> str:
-    """`offer-signer testkit sign retention-request` with these options."""
-    args = ["testkit", "sign", "retention-request", "--ca", str(ca), "--original-transaction-id",
+    """`offer-signer-testkit sign retention-request` with these options."""
+    args = ["sign", "retention-request", "--ca", str(ca), "--original-transaction-id",
             original_transaction_id, "--product-id", product_id]
     for option, value in (("--environment", environment), ("--locale", locale), ("--request-id", request_id),
                           ("--app-apple-id", None if app_apple_id is None else str(app_apple_id))):
         if value is not None:
             args += [option, value]
-    result = run_cli(*args)
+    result = run_testkit(*args)
     assert result.returncode == 0, result.stderr
     token = result.stdout.strip()
     assert token.count(".") == 2, token
@@ -79,7 +80,7 @@ def sign_retention_payload(directory: Path, ca: Path, payload: dict) -> str:
     """A whole decoded request signed as written (`--payload`)."""
     path = directory / f"retention-{uuid.uuid4()}.json"
     path.write_text(json.dumps(payload))
-    result = run_cli("testkit", "sign", "retention-request", "--ca", str(ca), "--payload", str(path))
+    result = run_testkit("sign", "retention-request", "--ca", str(ca), "--payload", str(path))
     assert result.returncode == 0, result.stderr
     return result.stdout.strip()
 

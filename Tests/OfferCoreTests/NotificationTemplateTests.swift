@@ -4,7 +4,7 @@ import OfferTesting
 import Testing
 
 /// The fake App Store Server API builds its notifications from the decoded payloads of its state file with the one
-/// `NotificationTemplate`, as `testkit sign notification` and the Swift tests do.
+/// `NotificationTemplate`, as `offer-signer-testkit sign notification` and the Swift tests do.
 @Suite("A notification template read from a decoded payload: Apple's members, relative dates, others kept")
 struct NotificationTemplateTests {
     static let now: Int64 = 1_796_000_000_000

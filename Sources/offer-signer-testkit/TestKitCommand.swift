@@ -1,21 +1,13 @@
 import OfferAPI
+import OfferCommandLine
 import OfferCore
 import OfferCrypto
 import OfferServer
 import OfferTesting
 
-/// `offer-signer testkit`: test certificates and Apple-like signed data for integration tests.
+/// `offer-signer-testkit ca` and `sign`: test certificates and Apple-like signed data for integration tests.
 enum TestKitCommand {
-    static func run(_ kind: String, _ arguments: ArraySlice<String>) throws -> Int32 {
-        switch kind {
-        case "ca": return try makeAuthority(arguments)
-        case "sign": return try sign(arguments)
-        case "apple-api": return try TestKitAppleAPICommand.run(arguments)
-        default: throw UsageError("unknown testkit command '\(kind)': ca, sign or apple-api")
-        }
-    }
-
-    private static func makeAuthority(_ arguments: ArraySlice<String>) throws -> Int32 {
+    static func makeAuthority(_ arguments: ArraySlice<String>) throws -> Int32 {
         let options = try Arguments(arguments, valued: ["out", "valid-from", "valid-until"])
         let directory = try options.required("out")
         let now = SystemClock.nowMilliseconds() / 1000
@@ -42,7 +34,7 @@ enum TestKitCommand {
         return 0
     }
 
-    private static func sign(_ arguments: ArraySlice<String>) throws -> Int32 {
+    static func sign(_ arguments: ArraySlice<String>) throws -> Int32 {
         let options = try Arguments(
             arguments,
             valued: Set([
@@ -76,7 +68,7 @@ enum TestKitCommand {
                 ("notification", notificationOptions.contains(option)),
                 ("retention-request", retentionOptions.contains(option)),
             ]
-            .filter(\.1).map { "`testkit sign \($0.0)`" }
+            .filter(\.1).map { "`offer-signer-testkit sign \($0.0)`" }
             throw UsageError("--\(option) is for " + commands.joined(separator: " and "))
         }
         let signer: TestAuthorityFolder
@@ -116,7 +108,7 @@ enum TestKitCommand {
         } catch let error as PayloadTemplate.Error {
             throw CommandError("\(path): \(error.message)")
         }
-        for warning in template.warnings { Console.err("offer-signer: warning: \(path): \(warning)") }
+        for warning in template.warnings { Console.err("offer-signer-testkit: warning: \(path): \(warning)") }
         return template.payload
     }
 
@@ -142,8 +134,8 @@ enum TestKitCommand {
             appAppleId = number
         } else if environment == "Production" {
             Console.err(
-                "offer-signer: warning: a Production notification without --app-apple-id: Apple always sends it, "
-                    + "and the service refuses one without")
+                "offer-signer-testkit: warning: a Production notification without --app-apple-id: Apple always sends "
+                    + "it, and the service refuses one without")
         }
         let uuid = options["uuid"] ?? SecureRandom.uuidV4()
         guard !uuid.isEmpty else { throw UsageError("--uuid must not be empty") }
@@ -153,7 +145,7 @@ enum TestKitCommand {
         return try notification.payload(signing: signer.sign)
     }
 
-    /// The options of `testkit sign retention-request`.
+    /// The options of `sign retention-request`.
     private static let retentionOptions: Set<String> = [
         "original-transaction-id", "product-id", "app-apple-id", "locale", "environment", "request-id", "count",
     ]

@@ -1,12 +1,15 @@
 /// Command-line options of one subcommand: `--name value` pairs, `--flag`s and positionals, checked
 /// against what the subcommand accepts so a typo is an error, not a silent default.
-struct Arguments {
-    private(set) var options: [String: String] = [:]
-    private(set) var flags: Set<String> = []
-    private(set) var positionals: [String] = []
+public struct Arguments {
+    /// The `--name value` options given, by name.
+    public private(set) var options: [String: String] = [:]
+    /// The `--flag`s given.
+    public private(set) var flags: Set<String> = []
+    /// The other words, in order.
+    public private(set) var positionals: [String] = []
 
     /// `valued`: options that take a value; `switches`: options that do not.
-    init(_ arguments: ArraySlice<String>, valued: Set<String>, switches: Set<String> = []) throws(UsageError) {
+    public init(_ arguments: ArraySlice<String>, valued: Set<String>, switches: Set<String> = []) throws(UsageError) {
         var iterator = arguments.makeIterator()
         while let argument = iterator.next() {
             if argument.hasPrefix("--") {
@@ -34,22 +37,17 @@ struct Arguments {
         }
     }
 
-    func required(_ name: String) throws(UsageError) -> String {
+    /// The value of option `name`; a usage error when it is missing.
+    public func required(_ name: String) throws(UsageError) -> String {
         guard let value = options[name] else { throw UsageError("--\(name) is required") }
         return value
     }
 
-    subscript(_ name: String) -> String? { options[name] }
-}
+    /// A usage error naming the first positional, for a command that takes none.
+    public func noPositionals() throws(UsageError) {
+        guard positionals.isEmpty else { throw UsageError("unexpected argument \(positionals[0])") }
+    }
 
-/// A command-line mistake: printed with the command's usage, exit status 2.
-struct UsageError: Error {
-    let message: String
-    init(_ message: String) { self.message = message }
-}
-
-/// A failure while running a command: printed, exit status 1.
-struct CommandError: Error {
-    let message: String
-    init(_ message: String) { self.message = message }
+    /// The value of option `name`, if given.
+    public subscript(_ name: String) -> String? { options[name] }
 }

@@ -1,3 +1,4 @@
+import OfferCommandLine
 import OfferCrypto
 import OfferServer
 import OfferTesting
@@ -6,13 +7,13 @@ import OfferTesting
     import Glibc
 #endif
 
-/// `offer-signer testkit apple-api`: the fake App Store Server API (`FakeAppStoreServerAPI`), served until
+/// `offer-signer-testkit apple-api`: the fake App Store Server API (`FakeAppStoreServerAPI`), served until
 /// SIGTERM or SIGINT.
-enum TestKitAppleAPICommand {
+enum AppleAPICommand {
     static func run(_ arguments: ArraySlice<String>) throws -> Int32 {
         let options = try Arguments(
             arguments, valued: ["ca", "state", "port", "host", "key-id", "public-key", "token-file"])
-        guard options.positionals.isEmpty else { throw UsageError("unexpected argument \(options.positionals[0])") }
+        try options.noPositionals()
         let directory = try options.required("ca")
         let statePath = try options.required("state")
         let host = options["host"] ?? "127.0.0.1"
@@ -47,7 +48,7 @@ enum TestKitAppleAPICommand {
             throw CommandError(error.description)
         }
         let shownHost = host.contains(":") ? "[\(host)]" : host
-        Console.out("offer-signer testkit apple-api listening on http://\(shownHost):\(bound)")
+        Console.out("offer-signer-testkit apple-api listening on http://\(shownHost):\(bound)")
         var received: Int32 = 0
         sigwait(&signals, &received)
         fake.stop()

@@ -4,9 +4,11 @@
 
 /// Writes to standard output and error with write(2): the C `stdout`/`stderr` globals are not
 /// concurrency-safe in Swift 6.
-enum Console {
-    static func out(_ text: String) { write(1, text) }
-    static func err(_ text: String) { write(2, text) }
+public enum Console {
+    /// Writes `text` to standard output, with a final newline.
+    public static func out(_ text: String) { write(1, text) }
+    /// Writes `text` to standard error, with a final newline.
+    public static func err(_ text: String) { write(2, text) }
 
     private static func write(_ fd: Int32, _ text: String) {
         var bytes = Array(text.utf8)

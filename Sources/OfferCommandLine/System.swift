@@ -5,7 +5,7 @@ import OfferCrypto
 #endif
 
 /// Creates `path` (mode 0700) unless it exists as a directory.
-func makeDirectory(_ path: String) throws {
+public func makeDirectory(_ path: String) throws {
     var info = stat()
     if stat(path, &info) == 0 {
         guard (info.st_mode & S_IFMT) == S_IFDIR else { throw CommandError("\(path) exists and is not a directory") }
@@ -15,7 +15,7 @@ func makeDirectory(_ path: String) throws {
 }
 
 /// All of standard input, at most 16 MiB.
-func readStandardInput() -> [UInt8]? {
+public func readStandardInput() -> [UInt8]? {
     var bytes = [UInt8]()
     var chunk = [UInt8](repeating: 0, count: 65536)
     while true {
