@@ -1,3 +1,4 @@
+import OfferCore
 import OfferCrypto
 import OfferServer
 import OfferTesting
