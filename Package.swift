@@ -82,7 +82,7 @@ let package = Package(
             dependencies: [
                 "OfferServer", "OfferStore", "OfferAppStore", "OfferAPI", "OfferCore", "OfferCrypto", "OfferTesting",
             ]),
-        .testTarget(name: "OfferStoreTests", dependencies: ["OfferStore", "OfferCore"]),
+        .testTarget(name: "OfferStoreTests", dependencies: ["OfferStore", "OfferCore", "OfferTesting"]),
         .testTarget(name: "OfferKitTests", dependencies: ["OfferKit", "OfferAPI"]),
         .testTarget(
             name: "OfferAppStoreTests",

@@ -1,4 +1,5 @@
 import OfferCommandLine
+import OfferCore
 import OfferCrypto
 import OfferServer
 import OfferTesting

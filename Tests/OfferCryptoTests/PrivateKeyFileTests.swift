@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 import Testing
 
 @testable import OfferCrypto
@@ -126,22 +127,24 @@ struct PrivateKeyFileTests {
         let folder = try KeyFolder()
         let path = folder.directory + "/SubscriptionKey_\(kind.rawValue).p8"
         let what = kind.make(at: path)
-        // Were open(2) to block on the FIFO, this writer would release it after 3 s: the test then fails on time
-        // instead of hanging.
+        // Were open(2) to block on the FIFO, this writer would release it: the load then returns after the writer
+        // came, which fails the test. Real time only as a guard against a hang: 30 s, for a load that takes less
+        // than a millisecond when it does not block.
+        let unblocked = Mutex(false)
         let unblocker = Task.detached {
-            try await Task.sleep(for: .seconds(3))
+            try await Task.sleep(for: .seconds(30))
+            unblocked.withLock { $0 = true }
             let writer = open(path, O_WRONLY | O_NONBLOCK)
             if writer >= 0 { close(writer) }
         }
         defer { unblocker.cancel() }
-        let started = ContinuousClock.now
         var error: CryptoError?
         do {
             _ = try PrivateKeyFile.load(path: path)
         } catch let thrown as CryptoError {
             error = thrown
         }
-        #expect(ContinuousClock.now - started < .seconds(2), "reading \(path) blocked")
+        #expect(!unblocked.withLock { $0 }, "reading \(path) blocked until a writer came")
         #expect(error == CryptoError(.keyFileUnreadable, "\(path): key file is \(what), not a regular file"))
     }
 }

@@ -1,5 +1,6 @@
 import Foundation
 import OfferCore
+import OfferTesting
 import Synchronization
 import Testing
 
@@ -31,16 +32,24 @@ struct AdminStoreTests {
     /// Two stores on the same data: two instances on one SQLite file or one PostgreSQL database (the memory store
     /// has one instance, given twice). With `quiet`, the PostgreSQL stores get a database of their own, where no
     /// other test's publish notifies them.
-    func makeTwo(_ kind: Kind, quiet: Bool = false) throws -> (any AdminStore, any AdminStore) {
+    /// Their `waitForCatalogChange` waits on `clock`.
+    func makeTwo(
+        _ kind: Kind, quiet: Bool = false, clock: any Clock = SystemClock()
+    ) throws -> (SQLAdminStore, SQLAdminStore) {
         switch kind {
         case .memory:
-            let store = SQLAdminStore.inMemory()
+            let store = SQLAdminStore.inMemory(clock: clock)
             return (store, store)
         case .sqlite:
-            return (try SQLAdminStore(sqlite: sqlitePath), try SQLAdminStore(sqlite: sqlitePath))
+            return (
+                try SQLAdminStore(sqlite: sqlitePath, clock: clock), try SQLAdminStore(sqlite: sqlitePath, clock: clock)
+            )
         case .postgresql:
             let configuration = try quiet ? quietDatabase().configuration() : schemas.make().configuration()
-            return (try SQLAdminStore(postgresql: configuration), try SQLAdminStore(postgresql: configuration))
+            return (
+                try SQLAdminStore(postgresql: configuration, clock: clock),
+                try SQLAdminStore(postgresql: configuration, clock: clock)
+            )
         }
     }
 
@@ -402,64 +411,92 @@ struct AdminStoreTests {
 
     // MARK: Catalog changes
 
-    @Test("a publish wakes waitForCatalogChange; nothing published, it returns false on time", arguments: Kind.allCases)
+    @Test(
+        "waitForCatalogChange ends when its clock reaches its time, not before; a publish wakes it without the clock",
+        arguments: Kind.allCases)
     func wakes(kind: Kind) throws {
-        let (waiting, publishing) = try makeTwo(kind, quiet: true)
-        let started = Date()
-        #expect(!waiting.waitForCatalogChange(milliseconds: 300))
-        let waited = Date().timeIntervalSince(started)
-        #expect(waited >= 0.29 && waited < 1.0)
-        let publisher = Thread {
-            usleep(200_000)
-            _ = try? Self.publish(publishing, after: 0)
-        }
-        let before = Date()
-        publisher.start()
-        #expect(waiting.waitForCatalogChange(milliseconds: 5000))
-        #expect(Date().timeIntervalSince(before) < 1.2)
+        let clock = TestClock()
+        let (waiting, publishing) = try makeTwo(kind, quiet: true, clock: clock)
+        if kind == .postgresql { try Self.listening(waiting, clock) }
+        #expect(try Self.timesOut(waiting, milliseconds: 300, clock))
+        // The clock stands still: only the publish can end this wait, and it does, once the wait has begun.
+        let woken = CatalogWait(waiting, milliseconds: 5000, clock)
+        #expect(clock.waitUntilScheduled())
+        try Self.publish(publishing, after: 0)
+        #expect(woken.answer() == true)
+        #expect(clock.scheduled.isEmpty)
         #expect(try waiting.latestVersions() == [Self.app: 1])
     }
 
     @Test("a wait never outlasts its time, however short", arguments: Kind.allCases)
     func shortWaits(kind: Kind) throws {
-        let store = try makeTwo(kind, quiet: true).0
-        for milliseconds in [0, 1, 20] {
-            let started = Date()
-            #expect(!store.waitForCatalogChange(milliseconds: milliseconds))
-            #expect(Date().timeIntervalSince(started) < Double(milliseconds) / 1000 + 0.1)
+        let clock = TestClock()
+        let store = try makeTwo(kind, quiet: true, clock: clock).0
+        // No time: it ends without the clock moving.
+        #expect(CatalogWait(store, milliseconds: 0, clock).answer() == false)
+        for milliseconds in [1, 20] {
+            #expect(try Self.timesOut(store, milliseconds: milliseconds, clock))
         }
     }
 
-    @Test("PostgreSQL: another replica's publish wakes the waiter within a second, also after its connection broke")
+    @Test("PostgreSQL: another replica's publish wakes the waiter, also after its connection broke")
     func notifies() throws {
+        let clock = TestClock()
         let database = try quietDatabase()
-        let listening = try SQLAdminStore(postgresql: try database.configuration())
+        let listening = try SQLAdminStore(postgresql: try database.configuration(), clock: clock)
         let publishing = try SQLAdminStore(postgresql: try database.configuration())
-        _ = listening.waitForCatalogChange(milliseconds: 50)
-        let first = try Self.eventually { listening.listenerBackendPID }
+        let first = try Self.listening(listening, clock)
+        // The clock stands still while a publish is awaited: only the notification can end the wait.
         func wakesOnPublish(after latest: Int64) throws {
-            let publisher = Thread {
-                usleep(200_000)
-                _ = try? Self.publish(publishing, after: latest)
-            }
-            let started = Date()
-            publisher.start()
-            #expect(listening.waitForCatalogChange(milliseconds: 5000))
-            #expect(Date().timeIntervalSince(started) < 1.2)
+            let wait = CatalogWait(listening, milliseconds: 5000, clock)
+            #expect(clock.waitUntilScheduled())
+            try Self.publish(publishing, after: latest)
+            #expect(wait.answer() == true)
         }
         try wakesOnPublish(after: 0)
-        #expect(!listening.waitForCatalogChange(milliseconds: 300))
+        #expect(try Self.timesOut(listening, milliseconds: 300, clock))
 
         try database.schema.terminate(first)
-        // Reconnected: notifications may have been missed meanwhile, so the first wait says to look.
-        let started = Date()
-        #expect(listening.waitForCatalogChange(milliseconds: 5000))
-        #expect(Date().timeIntervalSince(started) < 3)
+        // Reconnected: notifications may have been missed meanwhile, so the first wait says to look (the clock
+        // stands still: the reconnection ends it, not its time).
+        #expect(CatalogWait(listening, milliseconds: 5000, clock).answer() == true)
         let second = try #require(listening.listenerBackendPID)
         #expect(second != first)
-        #expect(!listening.waitForCatalogChange(milliseconds: 300))
+        #expect(try Self.timesOut(listening, milliseconds: 300, clock))
         try wakesOnPublish(after: 1)
         #expect(try listening.latestVersions() == [Self.app: 2])
+    }
+
+    /// Whether a wait of `milliseconds` on `store`, nothing published, is still waiting one nanosecond before its
+    /// time on `clock` and ends with `false` at its time. Each step is checked on its own (`#expect`).
+    static func timesOut(_ store: SQLAdminStore, milliseconds: Int, _ clock: TestClock) throws -> Bool {
+        let wait = CatalogWait(store, milliseconds: milliseconds, clock)
+        try #require(clock.waitUntilScheduled())
+        let time = Duration.milliseconds(milliseconds)
+        #expect(clock.scheduled == [time])
+        // Its time passes in real time while the clock stands still: it goes on waiting (load cannot make this fail;
+        // a wait on real time instead of its clock would).
+        let realTime = wait.ends(within: milliseconds + 50)
+        #expect(!realTime, "a wait of \(milliseconds) ms ended on real time")
+        clock.advance(by: time - .nanoseconds(1))
+        let early = wait.answered
+        #expect(early == nil, "a wait of \(milliseconds) ms ended before its time")
+        clock.advance(by: .nanoseconds(1))
+        let answer = wait.answer()
+        #expect(answer == false)
+        #expect(clock.scheduled.isEmpty)
+        return !realTime && early == nil && answer == false
+    }
+
+    /// Opens `store`'s LISTEN connection (a wait, ended by `clock`) and returns its server process.
+    @discardableResult
+    static func listening(_ store: SQLAdminStore, _ clock: TestClock) throws -> Int32 {
+        let wait = CatalogWait(store, milliseconds: 50, clock)
+        try #require(clock.waitUntilScheduled())
+        let backend = try eventually { store.listenerBackendPID }
+        clock.advance(by: .milliseconds(50))
+        #expect(wait.answer() == false)
+        return backend
     }
 
     /// `value()` once it is not `nil`, within 5 seconds.

@@ -135,21 +135,34 @@ struct PostgreSQLPoolTests {
         let held = try pool.checkout()
         let started = Date()
         let error = #expect(throws: LedgerError.self) { try pool.checkout() }
+        // A lower bound (it waited its timeout before it gave up): load cannot make it fail. The timeout is real
+        // time, a semaphore's wait for a connection other threads hold.
         #expect(Date().timeIntervalSince(started) >= 0.19)
         #expect(error?.kind == .timeout)
         #expect(error?.description == "no PostgreSQL connection became free within 200 ms (all 1 are in use)")
-        // A waiter gets the connection as soon as it comes back.
+        pool.checkin(held)
+
+        // A waiter gets the connection when it comes back: the timeout here, 10 s, only guards against a hang.
+        let waiting = try self.pool(size: 1, checkoutTimeoutMilliseconds: 10_000)
+        let lent = try waiting.checkout()
         let got = Atomic<Int32>(0)
+        let checkedIn = Atomic<Bool>(false)
         onThreads(2) { index in
             if index == 0 {
+                // An ordering aid, not a measure: the other thread is most likely waiting by then; if not, it
+                // gets the connection without waiting, and the test still holds.
                 usleep(50_000)
-                pool.checkin(held)
-            } else if let connection = try? pool.checkout() {
+                checkedIn.store(true, ordering: .releasing)
+                waiting.checkin(lent)
+            } else if let connection = try? waiting.checkout() {
+                // Only the connection checked in can be had: the pool holds one.
+                let afterCheckin = checkedIn.load(ordering: .acquiring)
+                #expect(afterCheckin)
                 got.store(connection.backendPID, ordering: .relaxed)
-                pool.checkin(connection)
+                waiting.checkin(connection)
             }
         }
-        #expect(got.load(ordering: .relaxed) == held.backendPID)
+        #expect(got.load(ordering: .relaxed) == lent.backendPID)
     }
 
     @Test("the pool opens connections only as needed, up to its size")

@@ -1,10 +1,11 @@
 /// The service's time: the date it reads (`now`), the durations it measures (`uptimeNanoseconds`) and the timers
 /// its deadlines, budgets and periodic work set (`schedule`). Every one of them goes through the clock the service
-/// was given: the server runs on `SystemClock` (OfferServer), tests step a `TestClock` (OfferTesting), so a
-/// deadline in a test is a step of the test, never a wait.
+/// was given: the server runs on `SystemClock`, tests step a `TestClock` (OfferTesting), so a deadline in a test is
+/// a step of the test, never a wait.
 ///
-/// Nothing in OfferCore holds a clock: its rules take `now` as a parameter. The protocol lives here, beside
-/// `SubscriptionLookup`, so that every module above shares one notion of time.
+/// Nothing in OfferCore holds a clock: its rules take `now` as a parameter. The protocol and `SystemClock` live
+/// here, beside `SubscriptionLookup`, so that every module above shares one notion of time (the admin store's waits
+/// for a publish take theirs too).
 public protocol Clock: Sendable {
     /// The date, Unix milliseconds: what signatures, windows and records are dated with. It may jump when the
     /// system's clock is set.

@@ -6,8 +6,8 @@ import Synchronization
 /// Keeps a running service on the catalog it should serve: the configuration file's offers, or (`catalog:
 /// "storage"`) each app's newest published version. A SIGHUP reload goes through `apply`; with the storage, a
 /// watcher of its own waits for publishes (`AdminStore.waitForCatalogChange`: PostgreSQL's NOTIFY from any replica,
-/// an in-process signal for SQLite and memory; the wait lasts at most `pollInterval`, real time, and the store is
-/// asked when it ends), and a timer of the service's clock asks the newest versions every `pollInterval` whatever
+/// an in-process signal for SQLite and memory; the wait lasts at most `pollInterval` on the store's clock, the
+/// system's in `serve`, and the store is asked when it ends), and a timer of the service's clock asks the newest versions every `pollInterval` whatever
 /// was signalled, so every replica serves a new version within seconds, and one published by another process on
 /// the same SQLite file too. Reloads, the watcher and the polls take turns: one configuration
 /// and one set of versions at a time.

@@ -14,31 +14,37 @@ import OfferCore
 public final class SQLAdminStore: AdminStore {
     let database: any SQLDatabase
     let changes: any CatalogChanges
+    /// The time of `waitForCatalogChange`'s waits.
+    let clock: any Clock
 
-    init(_ database: any SQLDatabase, changes: any CatalogChanges) {
+    init(_ database: any SQLDatabase, changes: any CatalogChanges, clock: any Clock) {
         self.database = database
         self.changes = changes
+        self.clock = clock
     }
 
     /// The admin store in the SQLite file at `path` (`:memory:`: a private in-memory one), created if needed. A file
-    /// whose schema is newer than this release knows, or that is not a ledger, is refused.
-    public convenience init(sqlite path: String) throws(LedgerError) {
-        self.init(try SQLiteDatabase(path: path, check: false), changes: CatalogChangeSignal.shared(path: path))
+    /// whose schema is newer than this release knows, or that is not a ledger, is refused. `waitForCatalogChange`
+    /// waits on `clock`.
+    public convenience init(sqlite path: String, clock: any Clock = SystemClock()) throws(LedgerError) {
+        self.init(
+            try SQLiteDatabase(path: path, check: false), changes: CatalogChangeSignal.shared(path: path), clock: clock)
     }
 
-    /// A private in-memory admin store (tests, `storage: "memory"`).
-    public static func inMemory() -> SQLAdminStore {
+    /// A private in-memory admin store (tests, `storage: "memory"`), whose `waitForCatalogChange` waits on `clock`.
+    public static func inMemory(clock: any Clock = SystemClock()) -> SQLAdminStore {
         // An in-memory database fails to open only when the process is out of memory.
-        try! SQLAdminStore(sqlite: ":memory:")
+        try! SQLAdminStore(sqlite: ":memory:", clock: clock)
     }
 
     /// The admin store in a PostgreSQL database, with at most `connections` connections; the schema is brought up to
-    /// date. The LISTEN connection opens at the first `waitForCatalogChange`.
-    public convenience init(postgresql configuration: PostgreSQLConfiguration, connections: Int = 2) throws(LedgerError)
-    {
+    /// date. The LISTEN connection opens at the first `waitForCatalogChange`, which waits on `clock`.
+    public convenience init(
+        postgresql configuration: PostgreSQLConfiguration, connections: Int = 2, clock: any Clock = SystemClock()
+    ) throws(LedgerError) {
         self.init(
             try PostgreSQLDatabase(configuration, connections: connections, migrations: PostgreSQLSchema.migrations),
-            changes: PostgreSQLCatalogListener(configuration))
+            changes: PostgreSQLCatalogListener(configuration), clock: clock)
     }
 
     /// The server process of the LISTEN connection on PostgreSQL, once `waitForCatalogChange` opened it (tests break
@@ -142,7 +148,9 @@ public final class SQLAdminStore: AdminStore {
         return published
     }
 
-    public func waitForCatalogChange(milliseconds: Int) -> Bool { changes.wait(milliseconds: milliseconds) }
+    public func waitForCatalogChange(milliseconds: Int) -> Bool {
+        changes.wait(milliseconds: milliseconds, clock: clock)
+    }
 
     // MARK: Audit log
 
@@ -384,8 +392,8 @@ public final class SQLAdminStore: AdminStore {
 protocol CatalogChanges: Sendable {
     func announce(in transaction: any SQLTransaction, bundleId: String, version: Int64) throws(LedgerError)
     func published()
-    /// Waits until a version is published or `milliseconds` pass; `true` when woken by a publish.
-    func wait(milliseconds: Int) -> Bool
+    /// Waits until a version is published or `milliseconds` pass on `clock`; `true` when woken by a publish.
+    func wait(milliseconds: Int, clock: any Clock) -> Bool
 }
 
 /// SQLite: every admin store on the same file in this process shares one signal; another process's publish is seen

@@ -40,20 +40,30 @@ final class PostgreSQLCatalogListener: Sendable {
     /// The server process of the listening connection, once one is open.
     var backendPID: Int32? { state.withLock { $0.backendPID } }
 
-    /// `true` when a notification came (or the signal was raised) within `milliseconds`.
-    func wait(milliseconds: Int) -> Bool {
-        let deadline = Deadline(milliseconds: milliseconds)
+    /// How long a waiter blocks at most, in real time, before it looks again: whether it may poll the connection
+    /// now, and whether its time is up on its clock (a test clock moves apart from real time).
+    static let sliceMilliseconds = 50
+
+    /// `true` when a notification came (or the signal was raised) within `milliseconds` on `clock`.
+    func wait(milliseconds: Int, clock: any Clock) -> Bool {
+        let deadline = Deadline(milliseconds: milliseconds, clock: clock)
+        // The end is also a timer of the clock, with nothing to do (the waiter reads the clock): a test clock shows
+        // the wait begun, and steps it to its end.
+        let timer = clock.schedule(after: .milliseconds(max(0, milliseconds))) {}
+        defer { timer.cancel() }
         let start = signal.generation
         while true {
             if signal.generation != start { return true }
             let remaining = deadline.remainingMilliseconds
             guard remaining > 0 else { return false }
+            let slice = min(remaining, Self.sliceMilliseconds)
             guard let connection = takeConnection() else {
-                if signal.wait(since: start, milliseconds: min(remaining, 50)) { return true }
+                // Real time: how often a waiter without the connection looks whether it may take it.
+                if signal.wait(since: start, milliseconds: slice, clock: SystemClock()) { return true }
                 continue
             }
             do {
-                let notified = try connection.waitForNotification(milliseconds: remaining)
+                let notified = try connection.waitForNotification(milliseconds: slice)
                 state.withLock { state in
                     state.idle = connection
                     state.polling = false
@@ -105,7 +115,8 @@ final class PostgreSQLCatalogListener: Sendable {
         let replaced = state.withLock { state -> Bool in
             state.opening = false
             guard let opened else {
-                state.retryAt = Deadline(milliseconds: Self.retryMilliseconds)
+                // Real time: a back-off before the next connection to the server.
+                state.retryAt = Deadline(milliseconds: Self.retryMilliseconds, clock: SystemClock())
                 return false
             }
             state.idle = opened

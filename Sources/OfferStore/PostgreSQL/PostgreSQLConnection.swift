@@ -296,7 +296,8 @@ final class PostgreSQLConnection: @unchecked Sendable {
     /// their payloads are not kept), `false` when the time is up. Throws kind `unavailable` when the connection
     /// broke (it stays broken).
     func waitForNotification(milliseconds: Int) throws(LedgerError) -> Bool {
-        let deadline = Deadline(milliseconds: milliseconds)
+        // Real time: a poll of the socket.
+        let deadline = Deadline(milliseconds: milliseconds, clock: SystemClock())
         while true {
             if takeNotifications() { return true }
             let socket = PQsocket(handle)

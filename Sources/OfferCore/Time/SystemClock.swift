@@ -1,5 +1,4 @@
 import Dispatch
-import OfferCore
 import Synchronization
 
 #if canImport(Glibc)
