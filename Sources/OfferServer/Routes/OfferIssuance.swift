@@ -110,7 +110,7 @@ struct OfferIssuance: Sendable {
         let outcome: LedgerOutcome
         if let ledger {
             do {
-                outcome = try await ledger.recorded(signature, admit: admit)
+                outcome = try await Self.recorded(signature, admit: admit, in: ledger)
             } catch {
                 context.log.error("ledger failure", [("kind", error.kind.rawValue), ("error", error.description)])
                 throw OfferError.storageUnavailable
@@ -129,6 +129,19 @@ struct OfferIssuance: Sendable {
             // The decision as the client sees it, with the limits another request reached first.
             return .refused(OfferError.notEligible(decision?.refused(by: traces).outcome.reasons ?? []))
         }
+    }
+
+    /// `SignatureLog.record`, awaited; the task goes on on the ledger's writer, where what is left (the answer's
+    /// outcome, returning it) is quick, rather than waking a thread of the pool for it.
+    private static func recorded(
+        _ signature: IssuedSignature, admit: (@Sendable (OfferUsage) -> Bool)?, in ledger: any Ledger
+    ) async throws(LedgerError) -> LedgerOutcome {
+        try await withCheckedContinuation {
+            (continuation: CheckedContinuation<Result<LedgerOutcome, LedgerError>, Never>) in
+            ledger.record(signature, admit: admit) { result in
+                RouteExecutor.finishingHere { continuation.resume(returning: result) }
+            }
+        }.get()
     }
 
     /// The answer recorded under idempotency key `key` of app `bundleId` since `validFrom`, when there is a ledger

@@ -4,6 +4,10 @@ import OfferCore
 import OfferCrypto
 import Synchronization
 
+#if canImport(Glibc)
+    import Glibc
+#endif
+
 /// Finds a request's route, runs its group's middleware around the handler, and maps every outcome to an HTTP
 /// response in one place (`ErrorMapping`). Requests flow one way: `HTTPServer` → `Router.handle` → middleware
 /// `before` → the route's handler → `ErrorMapping` → middleware `after` → the `Responder`.
@@ -139,12 +143,34 @@ final class RequestIds: Sendable {
 
 /// Where a route's task goes on after a wait: Dispatch's global pool, which adds threads while some block (a ledger
 /// read, a test's waiting client), rather than Swift's cooperative pool, which has one thread per core and must never
-/// block.
+/// block. A thread that resumes a route with nothing slow left to do (the ledger's writer, after a record: the route
+/// returns its answer) may let it finish where it stands (`finishingHere`), which saves a thread's wake-up.
 final class RouteExecutor: TaskExecutor {
     static let shared = RouteExecutor()
 
     func enqueue(_ job: consuming ExecutorJob) {
         let job = UnownedJob(job)
-        DispatchQueue.global().async { job.runSynchronously(on: self.asUnownedTaskExecutor()) }
+        if Self.isFinishingHere {
+            job.runSynchronously(on: asUnownedTaskExecutor())
+        } else {
+            DispatchQueue.global().async { job.runSynchronously(on: self.asUnownedTaskExecutor()) }
+        }
     }
+
+    /// Runs `resume` (a continuation's resumption) so that the task it resumes goes on on this thread until its next
+    /// wait, instead of on the pool.
+    static func finishingHere(_ resume: () -> Void) {
+        pthread_setspecific(finishing, UnsafeRawPointer(bitPattern: 1))
+        defer { pthread_setspecific(finishing, nil) }
+        resume()
+    }
+
+    private static var isFinishingHere: Bool { pthread_getspecific(finishing) != nil }
+
+    /// The thread-specific mark of `finishingHere`.
+    private static let finishing: pthread_key_t = {
+        var key = pthread_key_t()
+        pthread_key_create(&key, nil)
+        return key
+    }()
 }
