@@ -76,7 +76,7 @@ public final class TestClient: Sendable {
 
     /// A service built from `configuration` as `serve` builds it: its keys loaded through `loadKey` (a path in,
     /// a key out; the key file by default), its trusted roots read, its `storage` opened (`memory` gives a
-    /// fresh `MemoryLedger`), its `rateLimit` on, its lookups at the App Store Server API on an HTTPS client of its
+    /// fresh ledger in memory: SQLite), its `rateLimit` on, its lookups at the App Store Server API on an HTTPS client of its
     /// own. `ledger` stands in for the one `storage` names, and `lookup`, when given, is where retention requests
     /// look facts up instead.
     public convenience init(

@@ -230,7 +230,7 @@ enum ServeCommand {
     }
 
     /// The storage-fault tests' full disk: the SQLite ledger may not grow past this many pages (see
-    /// `SQLiteLedger.init(path:pageLimit:)`). An environment variable, read by `serve` alone, so that neither a
+    /// `SQLLedger.init(sqlite:pageLimit:)`). An environment variable, read by `serve` alone, so that neither a
     /// configuration file nor a flag can carry it into production; its name says what it is for, and `serve` warns
     /// when it is set.
     static let testPageLimitVariable = "OFFER_SIGNER_TEST_SQLITE_MAX_PAGES"

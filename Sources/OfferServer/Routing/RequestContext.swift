@@ -41,7 +41,7 @@ public final class RequestContext: Sendable {
         public var signature: (format: String, keyId: String)?
         /// For a notification from Apple: its type (`unknown`, `none`) and what became of it.
         public var notification: (type: String, result: String)?
-        /// When the request's subscription was looked up at Apple before deciding (`StateRefresh`): `found`,
+        /// When the request's subscription was looked up at Apple before deciding (`RequestFacts`): `found`,
         /// `not_found`, or why nothing was learnt (`timeout`, `circuit_open`, ...).
         public var refresh: String?
         /// For a retention request from Apple: the answer (`message`, `alternate_product`, `promotional_offer`,

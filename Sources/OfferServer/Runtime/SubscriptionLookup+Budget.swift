@@ -3,7 +3,7 @@ import OfferCore
 extension SubscriptionLookup {
     /// `lookUp`, its completion held to `budget` on `clock` whatever the lookup does (`FirstAnswer`): the lookup's
     /// result, or `timeout` once the budget is spent; a late answer is dropped. The budget is the lookup's timeout
-    /// too, in whole milliseconds (at least 1). How a request waits for Apple: retention's lookup, `StateRefresh`.
+    /// too, in whole milliseconds (at least 1). How a request waits for Apple: retention's lookup, `RequestFacts`.
     func lookUp(
         bundleId: String, originalTransactionId: String, within budget: Duration, clock: any Clock,
         completion: @escaping @Sendable (Result<ServerKnownState?, SubscriptionLookupError>) -> Void

@@ -7,7 +7,7 @@ import Testing
 @testable import OfferTesting
 
 /// One app's deployment with an admin listener, served in process: the public `OfferService` (`publicClient`) and
-/// its `AdminService` over an admin store (`store`, a `MemoryAdminStore` unless given), both on the deployment's
+/// its `AdminService` over an admin store (`store`, an in-memory `SQLAdminStore` unless given), both on the deployment's
 /// clock, every log line kept in `log`. Requests go through the admin router as the admin HTTP server hands them
 /// over (`send`): header names lowercased, the query string decoded, `Host` set.
 struct AdminFixture {

@@ -3,7 +3,7 @@ import OfferCore
 import OfferStore
 import Synchronization
 
-/// A `MemoryAdminStore` whose stored audit entries someone can edit, delete and truncate behind the service's back,
+/// An in-memory admin store whose stored audit entries someone can edit, delete and truncate behind the service's back,
 /// as one with access to the database could: `tamper` changes what the audit reads return from then on; `holdWaits`
 /// keeps `waitForCatalogChange` from returning until `releaseWaits`, as a watcher no publish reaches (another
 /// process's on a SQLite file) whose wait has not run out.
