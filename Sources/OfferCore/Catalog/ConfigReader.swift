@@ -5,118 +5,120 @@ import OfferAPI
 /// is reported with the closest known one ("did you mean").
 ///
 /// The one parser style of the configuration: the runtime settings (OfferServer) and the catalog of apps, keys
-/// and offers (here) both read their objects through it.
+/// and offers (here) both read their objects through it. A `JSONReader` whose style records mistakes as
+/// `ConfigError`s; the members it knows are the ones read, so call `finish` once every member has been read.
 public struct ConfigReader {
-    public let path: String
-    private let members: [String: JSONValue]
+    private let reader: JSONReader<Mistakes>
     private var known: Set<String> = []
-    private(set) var errors: [ConfigError] = []
 
-    /// `nil` (with an error recorded in `errors`) when `value` is not an object.
+    public var path: String { reader.path }
+
+    /// Records an error (into `errors`, at once) when `value` is not an object, then reads it as one with no members.
     public init(_ value: JSONValue, path: String, errors: inout [ConfigError]) {
-        self.path = path
-        if case .object(let members) = value {
-            self.members = members
-        } else {
-            self.members = [:]
-            errors.append(ConfigError(path: path, "expected an object, found \(value.typeDescription)"))
-        }
+        let mistakes = Mistakes()
+        reader = JSONReader(value, path: path, style: mistakes)
+        errors.append(contentsOf: mistakes.take())
     }
 
-    public func child(_ key: String) -> String { "\(path).\(key)" }
+    public func child(_ key: String) -> String { reader.qualified(key) }
 
+    /// The member as it is (`null` included), marked known.
     public mutating func value(_ key: String) -> JSONValue? {
         known.insert(key)
-        return members[key]
+        return reader.value(key)
     }
 
     public mutating func string(_ key: String, required: Bool = true) -> String? {
-        guard let value = value(key) else {
-            if required { errors.append(ConfigError(path: child(key), "is required")) }
-            return nil
-        }
-        guard case .string(let text) = value, !text.isEmpty else {
-            errors.append(ConfigError(path: child(key), "expected a non-empty string, found \(describe(value))"))
-            return nil
-        }
-        return text
+        known.insert(key)
+        return reader.string(key, required: required)
     }
 
     public mutating func bool(_ key: String) -> Bool? {
-        guard let value = value(key) else { return nil }
-        guard case .bool(let flag) = value else {
-            errors.append(ConfigError(path: child(key), "expected true or false, found \(value.typeDescription)"))
-            return nil
-        }
-        return flag
+        known.insert(key)
+        return reader.bool(key)
     }
 
     public mutating func int(_ key: String, range: ClosedRange<Int>) -> Int? {
-        guard let value = value(key) else { return nil }
-        guard case .int(let number) = value, range.contains(Int(number)) else {
-            errors.append(
-                ConfigError(
-                    path: child(key),
-                    "expected an integer from \(range.lowerBound) to \(range.upperBound), found \(describe(value))"))
-            return nil
-        }
-        return Int(number)
+        known.insert(key)
+        return reader.integer(key, in: Int64(range.lowerBound)...Int64(range.upperBound)).map { Int($0) }
     }
 
     public mutating func array(_ key: String, required: Bool = true, allowEmpty: Bool = false) -> [JSONValue]? {
-        guard let value = value(key) else {
-            if required { errors.append(ConfigError(path: child(key), "is required")) }
-            return nil
-        }
-        guard case .array(let elements) = value else {
-            errors.append(ConfigError(path: child(key), "expected an array, found \(value.typeDescription)"))
-            return nil
-        }
-        if elements.isEmpty && !allowEmpty {
-            errors.append(ConfigError(path: child(key), "must not be empty"))
-            return nil
-        }
-        return elements
+        known.insert(key)
+        return reader.array(key, required: required, allowEmpty: allowEmpty)
     }
 
+    /// A non-empty array of distinct non-empty strings; the elements in error are left out.
     public mutating func strings(_ key: String, required: Bool = true) -> [String]? {
-        guard let elements = array(key, required: required) else { return nil }
-        var out: [String] = []
-        for (index, element) in elements.enumerated() {
-            guard case .string(let text) = element, !text.isEmpty else {
-                errors.append(
-                    ConfigError(
-                        path: "\(child(key))[\(index)]", "expected a non-empty string, found \(describe(element))"))
-                continue
-            }
-            if out.contains(text) {
-                errors.append(ConfigError(path: "\(child(key))[\(index)]", "duplicate value \"\(text)\""))
-                continue
-            }
-            out.append(text)
-        }
-        return out
+        known.insert(key)
+        return reader.strings(key, required: required, allowEmpty: false, unique: true)
     }
 
     /// Records unknown members, then hands every error to `all`. Call once every member has been read, so the
     /// known names are all there to suggest from.
     public mutating func finish(into all: inout [ConfigError]) {
-        for key in members.keys.sorted() where !known.contains(key) {
-            var message = "unknown key"
-            if let suggestion = NameSuggestion.closest(to: key, among: known.sorted()) {
-                message += "; did you mean \"\(suggestion)\"?"
-            }
-            errors.append(ConfigError(path: child(key), message))
-        }
-        all.append(contentsOf: errors)
-        errors = []
+        reader.checkUnknownMembers(allowed: known)
+        all.append(contentsOf: reader.style.take())
     }
 
-    private func describe(_ value: JSONValue) -> String {
-        switch value {
-        case .string(let text) where text.isEmpty: return "an empty string"
-        case .int(let number): return String(number)
-        default: return value.typeDescription
+    /// The configuration's style: every member known, `null` a value like any other, and each mistake recorded
+    /// at its path in the words an operator reads.
+    final class Mistakes: JSONReadingStyle {
+        typealias Failure = Never
+
+        let rules = JSONReadingRules(
+            unknownMembers: .refused, nullIsAbsent: false, allowsEmptyStrings: false, maxStringBytes: nil,
+            acceptsIntegralFractions: false)
+        private var errors: [ConfigError] = []
+
+        func report(_ mistake: JSONMistake) {
+            errors.append(ConfigError(path: mistake.path, Self.message(mistake.kind)))
+        }
+
+        /// The errors recorded so far, handed over once.
+        func take() -> [ConfigError] {
+            defer { errors = [] }
+            return errors
+        }
+
+        private static func message(_ kind: JSONMistake.Kind) -> String {
+            switch kind {
+            case .missing: return "is required"
+            case .unknownMember(let near): return "unknown key" + (near.map { "; did you mean \"\($0)\"?" } ?? "")
+            case .emptyString: return "expected a non-empty string, found an empty string"
+            case .emptyArray: return "must not be empty"
+            case .wrongType(.integer(let range?), let found):
+                return "expected an integer from \(range.lowerBound) to \(range.upperBound), found \(describe(found))"
+            case .outOfRange(let range, let found):
+                return "expected an integer from \(range.lowerBound) to \(range.upperBound), found \(found)"
+            case .wrongType(let expected, let found) where expected == .string || expected == .integer(nil):
+                return "expected \(words(expected)), found \(describe(found))"
+            case .wrongType(let expected, let found):
+                return "expected \(words(expected)), found \(found.typeDescription)"
+            case .tooLong(let limit): return "is longer than \(limit) bytes"
+            case .notOneOf(let choices, let found):
+                return "expected one of \(choices.map { "\"\($0)\"" }.joined(separator: ", ")), found \"\(found)\""
+            case .duplicate(let text): return "duplicate value \"\(text)\""
+            }
+        }
+
+        private static func words(_ expected: JSONMistake.Expected) -> String {
+            switch expected {
+            case .string: "a non-empty string"
+            case .boolean: "true or false"
+            case .array, .strings, .objects: "an array"
+            case .object, .integer, .described: expected.description
+            }
+        }
+
+        /// Where a string or an integer was expected, a wrong one is told by what it holds (an empty string, `0`), the
+        /// rest by type.
+        private static func describe(_ value: JSONValue) -> String {
+            switch value {
+            case .string(let text) where text.isEmpty: return "an empty string"
+            case .int(let number): return String(number)
+            default: return value.typeDescription
+            }
         }
     }
 }

@@ -1,104 +1,79 @@
 import OfferAPI
 
-/// Reads typed fields of a payload object. `null` counts as absent; any other wrong type is an error naming the field.
-/// Public for the other decoders of Apple's JSON (the App Store Server API's answers).
+/// Reads typed fields of a payload object: a `JSONReader` in Apple's style, lenient (fields it does not read are
+/// ignored, as Apple adds fields; empty strings are values; `null` counts as absent), stopping at the first wrong
+/// type with a `PayloadError` naming the field. Public for the other decoders of Apple's JSON (the App Store Server
+/// API's answers).
 public struct PayloadFields {
-    let members: [String: JSONValue]
+    private let reader: JSONReader<Style>
     /// Collects the name and type of every field read, when `recordedTypes` decodes an empty object.
     private let recorder: Recorder?
-    /// Where this object sits in the payload (`data.`, empty at the top): errors and recorded names carry it.
-    private let prefix: String
 
     private final class Recorder {
         var types: [String: PayloadFieldType] = [:]
     }
 
     public init(_ json: JSONValue, kind: String) throws(PayloadError) {
-        guard case .object(let members) = json else {
-            throw PayloadError("\(kind) payload: expected a JSON object, found \(json.typeDescription)")
-        }
-        self.members = members
-        self.recorder = nil
-        self.prefix = ""
+        reader = try JSONReader(json, path: "", style: Style(kind: kind))
+        recorder = nil
     }
 
-    private init(members: [String: JSONValue], recorder: Recorder?, prefix: String) {
-        self.members = members
+    private init(reader: JSONReader<Style>, recorder: Recorder?) {
+        self.reader = reader
         self.recorder = recorder
-        self.prefix = prefix
     }
 
     /// The fields `decode` reads, with their types: every field is absent, so each read returns `nil`.
     static func recordedTypes(_ decode: (PayloadFields) throws(PayloadError) -> some Any) -> [String: PayloadFieldType]
     {
         let recorder = Recorder()
-        _ = try? decode(PayloadFields(members: [:], recorder: recorder, prefix: ""))
+        let empty = JSONReader(members: [:], path: "", style: Style(kind: "recorded"))
+        _ = try? decode(PayloadFields(reader: empty, recorder: recorder))
         return recorder.types
     }
 
-    private func present(_ name: String) -> JSONValue? {
-        switch members[name] {
-        case nil, .null?: return nil
-        case let value?: return value
-        }
-    }
-
-    private func wrongType(_ name: String, _ expected: String, _ found: JSONValue) -> PayloadError {
-        PayloadError("field \"\(prefix)\(name)\": expected \(expected), found \(found.typeDescription)")
+    private func record(_ name: String, _ type: PayloadFieldType) {
+        recorder?.types[reader.qualified(name)] = type
     }
 
     /// A nested object (a notification's `data`), read the same way; its fields are named `name.field` in errors
     /// and in `recordedTypes`. While types are recorded, an empty object is read, so its fields are recorded too.
     func object(_ name: String) throws(PayloadError) -> PayloadFields? {
-        recorder?.types[prefix + name] = .object
-        if let recorder { return PayloadFields(members: [:], recorder: recorder, prefix: prefix + name + ".") }
-        guard let value = present(name) else { return nil }
-        guard case .object(let members) = value else { throw wrongType(name, "an object", value) }
-        return PayloadFields(members: members, recorder: nil, prefix: prefix + name + ".")
+        record(name, .object)
+        if let recorder {
+            let empty = JSONReader(members: [:], path: reader.qualified(name), style: reader.style)
+            return PayloadFields(reader: empty, recorder: recorder)
+        }
+        return try reader.object(name).map { PayloadFields(reader: $0, recorder: nil) }
     }
 
     public func string(_ name: String) throws(PayloadError) -> String? {
-        recorder?.types[prefix + name] = .string
-        guard let value = present(name) else { return nil }
-        guard case .string(let text) = value else { throw wrongType(name, "a string", value) }
-        return text
+        record(name, .string)
+        return try reader.string(name)
     }
 
     public func bool(_ name: String) throws(PayloadError) -> Bool? {
-        recorder?.types[prefix + name] = .boolean
-        guard let value = present(name) else { return nil }
-        guard case .bool(let flag) = value else { throw wrongType(name, "a boolean", value) }
-        return flag
+        record(name, .boolean)
+        return try reader.bool(name)
     }
 
     public func int64(_ name: String) throws(PayloadError) -> Int64? {
-        recorder?.types[prefix + name] = .integer
-        guard let value = present(name) else { return nil }
-        guard let number = value.int64Value else {
-            throw PayloadError("field \"\(prefix)\(name)\": expected an integer, found \(describe(value))")
-        }
-        return number
+        record(name, .integer)
+        return try reader.integer(name)
     }
 
     /// A date in Unix milliseconds, from 1970 to the year 9999. Xcode writes fractional milliseconds
     /// (`1697679936056.485`); they are floored. The range keeps every later day computation far from overflow.
     public func date(_ name: String) throws(PayloadError) -> Int64? {
-        recorder?.types[prefix + name] = .date
-        guard let value = present(name) else { return nil }
-        guard let number = PayloadDate.milliseconds(value) else {
-            throw PayloadError(
-                "field \"\(prefix)\(name)\": expected Unix milliseconds between 1970 and 9999, found \(describe(value))"
-            )
-        }
-        return number
+        record(name, .date)
+        return try reader.member(
+            name, expected: .described("Unix milliseconds between 1970 and 9999"), PayloadDate.milliseconds)
     }
 
+    /// An integer that fits in 32 bits.
     public func int(_ name: String) throws(PayloadError) -> Int? {
-        guard let number = try int64(name) else { return nil }
-        guard let small = Int(exactly: number), Int32(exactly: number) != nil else {
-            throw PayloadError("field \"\(prefix)\(name)\": integer out of range")
-        }
-        return small
+        record(name, .integer)
+        return try reader.integer(name, in: Int64(Int32.min)...Int64(Int32.max)).map { Int($0) }
     }
 
     /// One of Apple's enumerations written as text; unknown values are kept.
@@ -112,35 +87,52 @@ public struct PayloadFields {
     }
 
     public func strings(_ name: String) throws(PayloadError) -> [String]? {
-        recorder?.types[prefix + name] = .strings
-        guard let value = present(name) else { return nil }
-        guard case .array(let elements) = value else { throw wrongType(name, "an array of strings", value) }
-        var out: [String] = []
-        out.reserveCapacity(elements.count)
-        for (index, element) in elements.enumerated() {
-            guard case .string(let text) = element else {
-                throw PayloadError(
-                    "field \"\(prefix)\(name)[\(index)]\": expected a string, found \(element.typeDescription)")
-            }
-            out.append(text)
-        }
-        return out
+        record(name, .strings)
+        return try reader.strings(name)
     }
 
     /// An array of objects, each decoded by the caller (with a `PayloadFields` of its own).
     public func objects(_ name: String) throws(PayloadError) -> [JSONValue]? {
-        guard let value = present(name) else { return nil }
-        guard case .array(let elements) = value else { throw wrongType(name, "an array of objects", value) }
-        for (index, element) in elements.enumerated() {
-            guard case .object = element else {
-                throw PayloadError("field \"\(name)[\(index)]\": expected an object, found \(element.typeDescription)")
-            }
-        }
-        return elements
+        try reader.objects(name)?.map { .object($0.members) }
     }
 
-    private func describe(_ value: JSONValue) -> String {
-        if case .double = value { return "a fraction" }
-        return value.typeDescription
+    /// Apple's style: lenient, and the first mistake thrown as `field "name": expected …, found …`.
+    struct Style: JSONThrowingStyle {
+        typealias Failure = PayloadError
+
+        /// What messages call the payload: `transaction`, `renewal info`.
+        let kind: String
+
+        var rules: JSONReadingRules {
+            JSONReadingRules(
+                unknownMembers: .ignored, nullIsAbsent: true, allowsEmptyStrings: true, maxStringBytes: nil,
+                acceptsIntegralFractions: true)
+        }
+
+        func error(for mistake: JSONMistake) -> PayloadError {
+            let field = "field \"\(mistake.path)\""
+            switch mistake.kind {
+            case .wrongType(.object, let found) where mistake.member == nil:
+                return PayloadError("\(kind) payload: expected a JSON object, found \(found.typeDescription)")
+            case .wrongType(let expected, let found):
+                switch expected {
+                case .integer, .described:
+                    // A fraction where a whole number belongs says more than "a number".
+                    let description: String
+                    if case .double = found { description = "a fraction" } else { description = found.typeDescription }
+                    return PayloadError("\(field): expected \(expected), found \(description)")
+                default:
+                    return PayloadError("\(field): expected \(expected), found \(found.typeDescription)")
+                }
+            case .outOfRange: return PayloadError("\(field): integer out of range")
+            case .missing: return PayloadError("\(field): is required")
+            case .emptyString, .emptyArray: return PayloadError("\(field): must not be empty")
+            case .tooLong(let limit): return PayloadError("\(field): longer than \(limit) bytes")
+            case .notOneOf(_, let found): return PayloadError("\(field): unexpected value \"\(found)\"")
+            case .duplicate(let text): return PayloadError("\(field): \"\(text)\" twice")
+            case .unknownMember: return PayloadError("\(field): unknown field")
+            }
+        }
+
     }
 }
