@@ -135,25 +135,7 @@ extension SignatureLog {
     public func record(
         _ signature: IssuedSignature, admit: (@Sendable (OfferUsage) -> Bool)?
     ) throws(LedgerError) -> LedgerOutcome {
-        let done = DispatchSemaphore(value: 0)
-        let result = Mutex<Result<LedgerOutcome, LedgerError>?>(nil)
-        record(signature, admit: admit) { outcome in
-            result.withLock { $0 = outcome }
-            done.signal()
-        }
-        done.wait()
-        return try result.withLock { $0! }.get()
-    }
-
-    /// `record(_:admit:completion:)`, awaited: the outcome once the record is durable or refused. The task waits
-    /// suspended, and goes on on Swift's task pool, never on the ledger's writer.
-    public func recorded(
-        _ signature: IssuedSignature, admit: (@Sendable (OfferUsage) -> Bool)?
-    ) async throws(LedgerError) -> LedgerOutcome {
-        try await withCheckedContinuation {
-            (continuation: CheckedContinuation<Result<LedgerOutcome, LedgerError>, Never>) in
-            record(signature, admit: admit) { continuation.resume(returning: $0) }
-        }.get()
+        try waited { record(signature, admit: admit, completion: $0) }
     }
 }
 
@@ -161,27 +143,27 @@ extension NotificationLog {
     /// `recordNotification(_:completion:)`, waited for: for callers that may block a thread (tests, the command
     /// line).
     public func recordNotification(_ notification: ReceivedNotification) throws(LedgerError) -> NotificationOutcome {
-        let done = DispatchSemaphore(value: 0)
-        let result = Mutex<Result<NotificationOutcome, LedgerError>?>(nil)
-        recordNotification(notification) { outcome in
-            result.withLock { $0 = outcome }
-            done.signal()
-        }
-        done.wait()
-        return try result.withLock { $0! }.get()
+        try waited { recordNotification(notification, completion: $0) }
     }
 
     /// `recordState(_:completion:)`, waited for: for callers that may block a thread (tests, the command line).
     public func recordState(_ update: SubscriptionUpdate) throws(LedgerError) -> NotificationEffects {
-        let done = DispatchSemaphore(value: 0)
-        let result = Mutex<Result<NotificationEffects, LedgerError>?>(nil)
-        recordState(update) { outcome in
-            result.withLock { $0 = outcome }
-            done.signal()
-        }
-        done.wait()
-        return try result.withLock { $0! }.get()
+        try waited { recordState(update, completion: $0) }
     }
+}
+
+/// The result of an operation that answers through a completion, waited for on this thread.
+private func waited<Value: Sendable>(
+    _ start: (@escaping @Sendable (Result<Value, LedgerError>) -> Void) -> Void
+) throws(LedgerError) -> Value {
+    let done = DispatchSemaphore(value: 0)
+    let result = Mutex<Result<Value, LedgerError>?>(nil)
+    start { outcome in
+        result.withLock { $0 = outcome }
+        done.signal()
+    }
+    done.wait()
+    return try result.withLock { $0! }.get()
 }
 
 /// One offer's counts in the ledger, in one namespace: anonymous, kept through `forget` and any purge.
