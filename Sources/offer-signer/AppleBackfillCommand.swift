@@ -7,7 +7,7 @@ import OfferStore
 import Synchronization
 
 /// `offer-signer apple backfill`: the notifications Apple sent (or failed to send) in a period, read back with Get
-/// Notification History and taken in exactly as the notifications route takes them (`NotificationIntake`: Apple's
+/// Notification History and taken in exactly as the notifications route takes them (`NotificationRecorder`: Apple's
 /// checks, once by `notificationUUID`, with what they teach), into the configured ledger. Run it after an outage of
 /// the service; a running service shares the ledger, and a notification taken twice is a duplicate that changes
 /// nothing, so running it again is harmless.
@@ -97,7 +97,7 @@ enum AppleBackfillCommand {
     /// One app's history in one environment, taken in page by page.
     final class Walk: Sendable {
         let bundleId: String
-        let receiver: NotificationReceiver
+        let receiver: NotificationVerifier
         let ledger: any Ledger
         private let counts = Mutex(Counts())
 
@@ -112,7 +112,7 @@ enum AppleBackfillCommand {
             var storageFailure: String?
         }
 
-        init(bundleId: String, receiver: NotificationReceiver, ledger: any Ledger) {
+        init(bundleId: String, receiver: NotificationVerifier, ledger: any Ledger) {
             self.bundleId = bundleId
             self.receiver = receiver
             self.ledger = ledger
@@ -159,8 +159,8 @@ enum AppleBackfillCommand {
                 return true
             }
             let done = DispatchSemaphore(value: 0)
-            let taken = Mutex<NotificationIntake.Outcome?>(nil)
-            NotificationIntake.take(
+            let taken = Mutex<NotificationRecorder.Outcome?>(nil)
+            NotificationRecorder.take(
                 signedPayload, bundleId: bundleId, receiver: receiver, ledger: ledger,
                 now: SystemClock.nowMilliseconds()
             ) { outcome in

@@ -5,7 +5,7 @@ import OfferStore
 /// `POST /v1/apple/notifications/{bundleId}`: App Store Server Notifications V2, the URL an app team enters in App
 /// Store Connect (production and sandbox alike: the payload's environment decides, within what the deployment
 /// trusts). The notification is verified as Apple's verifier does, then recorded in the ledger with what it teaches
-/// (`NotificationIntake`, which `apple backfill` takes notifications through too); the answer waits for the ledger's
+/// (`NotificationRecorder`, which `apple backfill` takes notifications through too); the answer waits for the ledger's
 /// commit, so a 200 means it is on disk.
 ///
 /// Answers: 200 once recorded, for a duplicate (the same `notificationUUID`: nothing changes), and for a
@@ -26,12 +26,12 @@ struct NotificationRoutes {
         do {
             body = try NotificationRequest.decode(request.body)
         } catch {
-            let refused = NotificationIntake.Outcome.refused(error)
+            let refused = NotificationRecorder.Outcome.refused(error)
             Self.count(context, type: refused.type, result: refused.result, acknowledged: false)
             throw error
         }
         let outcome = await withCheckedContinuation { continuation in
-            NotificationIntake.take(
+            NotificationRecorder.take(
                 body.signedPayload, bundleId: bundleId, receiver: context.snapshot.notifications, ledger: ledger,
                 now: context.now
             ) { continuation.resume(returning: $0) }

@@ -26,7 +26,7 @@ public struct Snapshot: Sendable {
     public var catalog: Catalog { eligibility.catalog }
 
     /// Apple's notifications, verified against the same catalog and trust.
-    public var notifications: NotificationReceiver { NotificationReceiver(eligibility) }
+    public var notifications: NotificationVerifier { NotificationVerifier(eligibility) }
 
     /// Apple's Retention Messaging requests, answered from the same catalog, trust and ledger.
     public var retention: RetentionService { RetentionService(eligibility) }

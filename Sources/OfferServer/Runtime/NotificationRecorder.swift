@@ -3,9 +3,9 @@ import OfferCore
 import OfferStore
 
 /// A notification from Apple taken in, the one way the notifications route and `offer-signer apple backfill` both
-/// take them: verified as Apple's verifier does for the app (`NotificationReceiver`), then recorded with what it
+/// take them: verified as Apple's verifier does for the app (`NotificationVerifier`), then recorded with what it
 /// teaches, once by its `notificationUUID` (`Ledger.recordNotification`).
-public enum NotificationIntake {
+public enum NotificationRecorder {
     /// What became of one notification.
     public struct Outcome: Sendable {
         /// The metric's type label: a type Apple documents, `unknown` for one this build does not know, `none` for
@@ -21,7 +21,7 @@ public enum NotificationIntake {
 
         /// A notification refused for `error` (a body or signed data that fails a check, an unknown app).
         public static func refused(_ error: any Error) -> Outcome {
-            Outcome(type: "none", result: NotificationIntake.result(of: error), receipt: nil, error: error)
+            Outcome(type: "none", result: NotificationRecorder.result(of: error), receipt: nil, error: error)
         }
     }
 
@@ -29,11 +29,11 @@ public enum NotificationIntake {
     /// `ledger`. `completion` runs once: on the caller's thread for a refusal or when nothing is recorded, else
     /// from the ledger's thread once the notification is durable or the store failed.
     public static func take(
-        _ signedPayload: String, bundleId: String, receiver: NotificationReceiver, ledger: (any NotificationLog)?,
+        _ signedPayload: String, bundleId: String, receiver: NotificationVerifier, ledger: (any NotificationLog)?,
         now: Int64,
         completion: @escaping @Sendable (Outcome) -> Void
     ) {
-        let received: NotificationReceiver.Received
+        let received: NotificationVerifier.Received
         do {
             received = try receiver.receive(bundleId: bundleId, signedPayload: signedPayload, now: now)
         } catch {

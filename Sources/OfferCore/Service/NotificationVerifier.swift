@@ -3,7 +3,7 @@ import OfferAPI
 /// App Store Server Notifications V2, received for one app of the catalog: verified as Apple's verifier does
 /// (`NotificationTrust`, with the app's `appAppleId` and the deployment's trusted environments), then turned into
 /// what the ledger records (`ReceivedNotification`). Recording comes after, in the notifications route.
-public struct NotificationReceiver: Sendable {
+public struct NotificationVerifier: Sendable {
     public let catalog: Catalog
     public let verifier: SignedDataVerifier
     /// Environments this deployment trusts in signed data (`trust.environments`).
