@@ -49,6 +49,13 @@ public final class FakeAppStoreServerAPI: Sendable {
     private let log: @Sendable (String) -> Void
     private let counts = Mutex<[String: Int]>([:])
     private let server = Mutex<HTTPServer?>(nil)
+    private let gate = Mutex<Gate?>(nil)
+
+    /// Answers held until enough requests have come (`holdAnswers(until:guardSeconds:)`).
+    private struct Gate {
+        var awaited: Int
+        var held: [(Responder, HTTPResponse)] = []
+    }
 
     /// - Parameters:
     ///   - authority: the test CA the answers' signed data is signed with.
@@ -94,6 +101,37 @@ public final class FakeAppStoreServerAPI: Sendable {
     /// Calls that reached the fake for `endpoint` in `environment`, whatever they were answered.
     public func requestCount(_ environment: AppStoreEnvironment, _ endpoint: AppStoreServerAPIEndpoint) -> Int {
         counts.withLock { $0["\(environment.rawValue)/\(endpoint.rawValue)"] ?? 0 }
+    }
+
+    /// Holds the answer to each request that comes from now on until `count` have come, then sends them all: a
+    /// test that they ran side by side, told by their order rather than by how long they took. Should fewer come
+    /// within `guardSeconds` (a guard against a hang, real time), each held request is answered 500 instead.
+    public func holdAnswers(until count: Int, guardSeconds: Int = 30) {
+        gate.withLock { $0 = Gate(awaited: count) }
+        DispatchQueue.global().asyncAfter(deadline: .now() + .seconds(guardSeconds)) { [self] in
+            let held = gate.withLock { gate in
+                defer { gate = nil }
+                return gate?.held ?? []
+            }
+            let failure = Self.appleError(
+                500, 5_000_000, "The fake held \(held.count) answers for \(count) requests, which did not all come")
+            for (responder, _) in held { responder.send(failure) }
+        }
+    }
+
+    /// Sends `response`, or holds it (`holdAnswers`), releasing every answer held when it is the last awaited.
+    private func send(_ response: HTTPResponse, _ responder: Responder) {
+        let released = gate.withLock { gate -> [(Responder, HTTPResponse)]? in
+            guard var waiting = gate else { return [(responder, response)] }
+            waiting.held.append((responder, response))
+            guard waiting.held.count == waiting.awaited else {
+                gate = waiting
+                return nil
+            }
+            gate = nil
+            return waiting.held
+        }
+        for (responder, response) in released ?? [] { responder.send(response) }
     }
 
     // MARK: - Requests
@@ -153,11 +191,11 @@ public final class FakeAppStoreServerAPI: Sendable {
         }
         let delay = served?.delayMilliseconds ?? 0
         guard delay > 0 else {
-            responder.send(response)
+            send(response, responder)
             return
         }
         let ready = response
-        DispatchQueue.global().asyncAfter(deadline: .now() + .milliseconds(delay)) { responder.send(ready) }
+        DispatchQueue.global().asyncAfter(deadline: .now() + .milliseconds(delay)) { self.send(ready, responder) }
     }
 
     private func readScenario() throws -> FakeAppStoreScenario {

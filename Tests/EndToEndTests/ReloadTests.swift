@@ -67,14 +67,14 @@ struct ReloadTests {
     func processWithoutReport() throws {
         let folder = try Self.temporaryFolder()
         defer { try? FileManager.default.removeItem(atPath: folder) }
-        let sleeper = try Self.start("exec sleep 30")
+        let sleeper = try Self.start("echo started; exec sleep 600")
         defer { Self.end(sleeper) }
-        let started = Date()
+        // "At once": with an hour to wait for a report, the command must still end before the hang guard kills it.
         let (status, _, error) = try runBinary(
-            ["reload", "--pid", String(sleeper.processIdentifier)], environment: ["RUNTIME_DIRECTORY": folder])
+            ["reload", "--pid", String(sleeper.processIdentifier), "--timeout", "3600"],
+            environment: ["RUNTIME_DIRECTORY": folder], hangGuardSeconds: 30)
         #expect(status == 1)
         #expect(error.contains("process \(sleeper.processIdentifier) has no reload report at \(folder)/"), "\(error)")
-        #expect(Date().timeIntervalSince(started) < 5)
         // SIGHUP would have ended `sleep`.
         #expect(sleeper.isRunning)
     }
@@ -85,17 +85,18 @@ struct ReloadTests {
         defer { try? FileManager.default.removeItem(atPath: folder) }
         // A process that ignores SIGHUP (an ignored signal stays ignored across exec), with a report as a server
         // would have written it at start.
-        let stubborn = try Self.start("trap '' HUP; exec sleep 30")
+        let stubborn = try Self.start("trap '' HUP; echo started; exec sleep 600")
         defer { Self.end(stubborn) }
         let pid = stubborn.processIdentifier
         let report = #"{"generation":0,"result":"ok","message":"loaded","configuration":"0123456789ab","at":1}"#
         try Data(report.utf8).write(to: URL(fileURLWithPath: "\(folder)/offer-signer-\(pid).reload"))
-        let started = Date()
+        // The command's wait is real time (it polls another process's report); the hang guard (20 s, 40 times the
+        // 0.5 s asked, below the 30 s default) kills a command that did not keep to its --timeout, failing the test.
         let (status, _, error) = try runBinary(
-            ["reload", "--pid", String(pid), "--timeout", "0.5"], environment: ["RUNTIME_DIRECTORY": folder])
+            ["reload", "--pid", String(pid), "--timeout", "0.5"], environment: ["RUNTIME_DIRECTORY": folder],
+            hangGuardSeconds: 20)
         #expect(status == 1)
         #expect(error.contains("process \(pid) did not report the reload within 0.5 s"), "\(error)")
-        #expect(Date().timeIntervalSince(started) < 10)
         #expect(stubborn.isRunning)
     }
 
@@ -103,7 +104,7 @@ struct ReloadTests {
     func linkedReport() throws {
         let folder = try Self.temporaryFolder()
         defer { try? FileManager.default.removeItem(atPath: folder) }
-        let sleeper = try Self.start("exec sleep 30")
+        let sleeper = try Self.start("echo started; exec sleep 600")
         defer { Self.end(sleeper) }
         let pid = sleeper.processIdentifier
         let report = #"{"generation":0,"result":"ok","message":"loaded","configuration":"0123456789ab","at":1}"#
@@ -141,7 +142,8 @@ struct ReloadTests {
         return folder
     }
 
-    /// Starts `/bin/sh -c script` with no signal blocked and waits until the shell has run its first command.
+    /// Starts `/bin/sh -c script` with no signal blocked and waits for the script's first line of output (scripts
+    /// write "started" once what must come before a signal, a `trap`, has run).
     /// A child inherits the spawning thread's signal mask, and the test runner's threads may block every signal:
     /// a `sleep` that had SIGHUP blocked would outlive a SIGHUP, and the tests that it was "not signalled" could
     /// not fail. Scripts `exec` their last command, so `end` reaches the process that holds the test's output.
@@ -154,9 +156,21 @@ struct ReloadTests {
         sigemptyset(&none)
         pthread_sigmask(SIG_SETMASK, &none, &saved)
         defer { pthread_sigmask(SIG_SETMASK, &saved, nil) }
+        let output = Pipe()
+        process.standardOutput = output
         try process.run()
-        Thread.sleep(forTimeInterval: 0.2)
+        let line = String(decoding: output.fileHandleForReading.availableData, as: UTF8.self)
+        guard line == "started\n" else {
+            end(process)
+            throw ScriptFailure(script: script, output: line)
+        }
         return process
+    }
+
+    struct ScriptFailure: Error, CustomStringConvertible {
+        let script: String
+        let output: String
+        var description: String { "`\(script)` did not start: \(output.debugDescription)" }
     }
 
     /// Ends a process `start` started, and waits for it: `swift test` waits for every process holding its output.

@@ -119,10 +119,11 @@ struct ServerStartFailure: Error, CustomStringConvertible {
 }
 
 /// Runs the binary (`offer-signer` unless `executable` names another) once as a command and returns (status, stdout,
-/// stderr); `input` is its standard input and `environment` adds variables.
+/// stderr); `input` is its standard input and `environment` adds variables. With `hangGuardSeconds`, a command still
+/// running after that long is killed (SIGKILL), which its status shows.
 func runBinary(
     _ arguments: [String], input: String? = nil, environment: [String: String] = [:],
-    executable: String = ServerProcess.binary
+    executable: String = ServerProcess.binary, hangGuardSeconds: Int? = nil
 ) throws -> (Int32, String, String) {
     let process = Process()
     process.executableURL = URL(fileURLWithPath: executable)
@@ -135,6 +136,12 @@ func runBinary(
     process.standardOutput = out
     process.standardError = err
     try process.run()
+    // A guard against a hang only: a command still running then is killed (SIGKILL), and its status tells so.
+    let guardTimer = DispatchWorkItem { kill(process.processIdentifier, SIGKILL) }
+    if let hangGuardSeconds {
+        DispatchQueue.global().asyncAfter(deadline: .now() + .seconds(hangGuardSeconds), execute: guardTimer)
+    }
+    defer { guardTimer.cancel() }
     if let input {
         stdin.fileHandleForWriting.write(Data(input.utf8))
         try stdin.fileHandleForWriting.close()

@@ -166,17 +166,22 @@ def test_ambiguous_framing_is_refused_and_the_connection_closed(service, name, h
     assert b"compactJWS" not in data
 
 
-def test_the_hidden_request_is_not_answered_even_when_sent_after_a_pause(service):
-    # The head and the first chunk first; the hidden request once the refusal may have been sent.
+def test_the_hidden_request_is_not_answered_even_when_sent_after_the_refusal(service):
+    # The head first; the hidden request once the refusal has begun to come (the socket's 10 s timeout only guards a
+    # hang).
     with connect(service.port) as sock:
         sock.sendall(post_head("Transfer-Encoding: chunked\r\n", 5 + len(HIDDEN)))
-        time.sleep(0.2)
+        try:
+            first = sock.recv(65536)
+        except ConnectionResetError:
+            first = b""
+        assert first, "the head was neither refused nor answered"
         try:
             sock.sendall(b"0\r\n\r\n" + HIDDEN)
         except (BrokenPipeError, ConnectionResetError):
             pass  # closed already: nothing could be smuggled
-        data, closed = read_until_closed(sock)
-    assert_refused_and_closed(data, closed, "Transfer-Encoding and Content-Length")
+        rest, closed = read_until_closed(sock)
+    assert_refused_and_closed(first + rest, closed, "Transfer-Encoding and Content-Length")
 
 
 def test_a_well_framed_request_is_still_signed_and_kept_alive(service):
@@ -255,6 +260,8 @@ def send_head(port: int, head: bytes) -> tuple[bytes, bool, float]:
     return data, closed, time.monotonic() - started
 
 
+# `read_until_closed`'s 10 s only guards a hang, and is below the 30 s idle timeout: a head left unanswered until
+# that timeout closed it fails the test, whatever the machine's load.
 # libmicrohttpd's per-connection memory (16 KiB) holds the head, then the answer's headers: a head up to about
 # 15.9 KB is answered, one a little larger (about 16.0 to 16.1 KB) fits but leaves no room for an answer and is
 # closed at once without one, and a larger one gets libmicrohttpd's 431.
@@ -270,7 +277,6 @@ def test_a_large_head_is_answered_or_closed_promptly(service, size):
         assert data.startswith(b"HTTP/1.1 200"), data[:300]
     else:
         assert data == b"" or data.startswith(b"HTTP/1.1 431"), data[:300]
-    assert elapsed < 5, elapsed
 
 
 @pytest.mark.parametrize("count", [200, 2_000])
@@ -284,7 +290,6 @@ def test_many_header_lines_past_the_limit_are_answered_or_closed_promptly(servic
         assert data.startswith(b"HTTP/1.1 200"), data[:300]
     else:
         assert data == b"" or data.startswith(b"HTTP/1.1 431"), data[:300]
-    assert elapsed < 5, elapsed
 
 
 # MARK: - 5. Connections per address
@@ -306,10 +311,23 @@ def open_connections(port: int, source: str, count: int, first: bytes) -> list[s
     return sockets
 
 
-def still_open(sockets: list[socket.socket], settle: float = 0.5) -> list[socket.socket]:
-    """The connections the server has not closed (after `settle` seconds for it to close the refused ones); the
-    bytes of any answer are read and dropped."""
-    time.sleep(settle)
+def still_open(sockets: list[socket.socket], expected: int | None = None, settle: float = 0.5) -> list[socket.socket]:
+    """The connections the server has not closed; the bytes of any answer are read and dropped. With `expected`, once
+    at most that many are open: the server closes the refused ones at once, but a busy machine delivers the closes
+    late, so this polls (for 15 s, a guard against a hang, below the 30 s idle timeout that would close the held ones
+    too: a server that kept more open fails). Without, after `settle` seconds: a check that none was closed, which a
+    slow machine cannot make fail."""
+    if expected is None:
+        time.sleep(settle)
+        return open_now(sockets)
+    deadline = time.monotonic() + 15
+    while len(alive := open_now(sockets)) > expected and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return alive
+
+
+def open_now(sockets: list[socket.socket]) -> list[socket.socket]:
+    """The connections whose close has not arrived."""
     alive = []
     for sock in sockets:
         open_ = True
@@ -352,15 +370,15 @@ def test_one_address_holds_at_most_its_limit_for_the_whole_process(directory, si
     with running(directory, signing_key, listen={"threads": 2, "maxConnectionsPerAddress": 8}) as server:
         flood = open_connections(server.port, ATTACKER, 30, SLOWLORIS)
         try:
-            assert len(still_open(flood)) == 8
+            assert len(still_open(flood, expected=8)) == 8
             # Another address has its own places.
             others = open_connections(server.port, PROBE, 8, SLOWLORIS)
             assert len(still_open(others)) == 8
             close_all(others)
         finally:
             close_all(flood)
-        # Closed connections give their places back (the close notice may lag the close a little).
-        deadline = time.monotonic() + 5
+        # Closed connections give their places back (the close notice may lag the close: a poll, 30 s a hang guard).
+        deadline = time.monotonic() + 30
         while True:
             again = open_connections(server.port, ATTACKER, 8, SLOWLORIS)
             alive = still_open(again, settle=0.2)
@@ -388,7 +406,7 @@ def test_a_flood_from_one_address_leaves_others_served(directory, signing_key, k
         quiet = [probe_latency(server.port) for _ in range(5)]
         flood = open_connections(server.port, ATTACKER, FLOOD, first)
         try:
-            held = len(still_open(flood))
+            held = len(still_open(flood, expected=DEFAULT_PER_ADDRESS))
             during = [probe_latency(server.port) for _ in range(20)]
             if kind == "slowloris":
                 # Keep the heads trickling, as slowloris does, and probe again.
@@ -405,4 +423,5 @@ def test_a_flood_from_one_address_leaves_others_served(directory, signing_key, k
           f"median {sorted(quiet)[2] * 1000:.1f} ms quiet, during the flood median "
           f"{during[len(during) // 2] * 1000:.1f} ms, max {during[-1] * 1000:.1f} ms")
     assert held == DEFAULT_PER_ADDRESS
-    assert during[-1] < 5, "the probe waited as if the server were full"
+    # Each probe was answered (`probe_latency` asserts it) within its 10 s timeout, a hang guard below the 30 s idle
+    # timeout: a probe that waited for a place, as on a full server, would not be. The latencies are only printed.

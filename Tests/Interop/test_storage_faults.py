@@ -204,6 +204,7 @@ def test_a_locked_sqlite_file_answers_503_while_the_lock_lasts(tmp_path, signing
             holder.execute("BEGIN EXCLUSIVE")
             started = time.monotonic()
             expect_storage_unavailable(sign(server), str(tmp_path), "locked")
+            # A lower bound (SQLite's 5 s busy timeout, real time): a loaded machine only makes the wait longer.
             assert time.monotonic() - started >= 4.5, "the write gave up before the busy timeout"
             expect_storage_unavailable(server.request("GET", "/readyz"), str(tmp_path))
             # Reads go on: the limited offer's count is read while the file is locked for writes.
@@ -341,16 +342,18 @@ def test_a_stopped_postgresql_answers_503_until_it_is_back(tmp_path, signing_key
         assert wait_for(lambda: clients.count() >= 50), "no signatures before the stop"
 
         cluster.stop()
-        started = time.monotonic()
+        # Noticed as a refused connection, not by waiting out a timeout (a pool's checkout, a statement's): what
+        # happened, in the log, rather than how fast. The requests' own timeouts only guard a hang.
         expect_storage_unavailable(sign(server), *hidden)
         expect_storage_unavailable(sign(server, LIMITED), *hidden)
         expect_storage_unavailable(server.request("GET", "/readyz"), *hidden)
-        assert time.monotonic() - started < 5, "a stopped server was not noticed quickly"
         failures = log_lines(server, "ledger failure")
         assert any("kind=unavailable" in line and "PostgreSQL" in line for line in failures), failures[-3:]
+        assert not any("kind=timeout" in line for line in failures), [l for l in failures if "kind=timeout" in l][:3]
         assert any("kind=unavailable" in line for line in log_lines(server, "not ready: the ledger cannot record"))
-        stopped_count = clients.count()
-        time.sleep(0.5)
+        # Every answer after the first refusals is a refusal too: twenty more of them and not one signature.
+        stopped_count, refused = clients.count(), clients.unavailable
+        assert wait_for(lambda: clients.unavailable >= refused + 20, timeout=30), (clients.count(), refused)
         assert clients.count() == stopped_count, "signatures were answered while the database was down"
 
         cluster.start()

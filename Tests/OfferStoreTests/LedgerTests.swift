@@ -606,35 +606,54 @@ struct SQLiteLedgerFileTests {
         #expect(try connection.scalar("SELECT count(*) FROM issued_signatures WHERE request_hash = 'h1'", []) == 0)
     }
 
-    @Test("reads go on while the writer waits for the file's lock (another process holds it)")
+    @Test("reads go on while the writer holds the file's lock in a transaction; they see what was committed")
     func readsDoNotWaitForTheWriter() throws {
         let path = scratch.file("ledger.sqlite")
         let ledger = try SQLLedger(sqlite: path)
         try LedgerTests.add(LedgerTests.signature("a", nonce: "before"), to: ledger)
-        // Another process takes the write lock: the ledger's writer must wait for it (busy timeout 5 s).
-        let other = try SQLiteConnection(path: path)
-        try other.execute("BEGIN IMMEDIATE")
-        let recorded = DispatchSemaphore(value: 0)
-        ledger.record(LedgerTests.signature("a", nonce: "during"), admit: nil) { _ in recorded.signal() }
-        // Give the writer time to start its transaction and wait on the lock (an ordering aid, not a measure).
-        Thread.sleep(forTimeInterval: 0.2)
-        // Meanwhile the counts, a look-up and the health check answer from the last committed state. (A hang
-        // here shows as the 4-second wait running out while the lock is still held.)
+        // The writer is held on another customer's record until two records wait behind it; then, in their group's
+        // transaction (the write lock taken), the first is written and the second's `admit` holds the writer until
+        // the reads are done. A read that waited for the writer would never come.
+        let (holding, queued) = (DispatchSemaphore(value: 0), DispatchSemaphore(value: 0))
+        let (admitting, readsDone) = (DispatchSemaphore(value: 0), DispatchSemaphore(value: 0))
+        let recorded = DispatchGroup()
+        recorded.enter()
+        ledger.record(LedgerTests.signature("b", offer: "o2", nonce: "holder")) { _ in
+            holding.signal()
+            return queued.wait(timeout: .now() + 30) == .success
+        } completion: { _ in
+            recorded.leave()
+        }
+        try #require(holding.wait(timeout: .now() + 30) == .success)
+        recorded.enter()
+        ledger.record(LedgerTests.signature("a", nonce: "uncommitted"), admit: nil) { _ in recorded.leave() }
+        recorded.enter()
+        ledger.record(LedgerTests.signature("a", nonce: "during")) { _ in
+            admitting.signal()
+            return readsDone.wait(timeout: .now() + 30) == .success
+        } completion: { _ in
+            recorded.leave()
+        }
+        queued.signal()
+        try #require(admitting.wait(timeout: .now() + 30) == .success)
+        // Meanwhile the counts, a look-up and the health check answer from the last committed state. (The wait is
+        // a guard against a hang only: the writer is let go after it either way.)
         let read = DispatchSemaphore(value: 0)
-        let seen = Mutex<(OfferUsage?, Bool, Bool)>((nil, false, false))
+        let seen = Mutex<(OfferUsage?, Bool, Bool, Bool)>((nil, false, true, false))
         DispatchQueue.global().async {
             let usage = try? ledger.usage(LedgerTests.key("a"))
             let found = (try? ledger.signature(nonce: "before")) != nil
-            seen.withLock { $0 = (usage, found, ledger.isHealthy()) }
+            let uncommitted = (try? ledger.signature(nonce: "uncommitted")) != nil
+            seen.withLock { $0 = (usage, found, uncommitted, ledger.isHealthy()) }
             read.signal()
         }
-        #expect(read.wait(timeout: .now() + 4) == .success, "a read waited for the writer")
-        let (usage, found, healthy) = seen.withLock { $0 }
+        #expect(read.wait(timeout: .now() + 30) == .success, "a read waited for the writer")
+        readsDone.signal()
+        let (usage, found, uncommitted, healthy) = seen.withLock { $0 }
         #expect(usage?.customerSignatures == 1)
-        #expect(found && healthy)
-        try other.execute("COMMIT")
-        #expect(recorded.wait(timeout: .now() + 10) == .success)
-        #expect(try ledger.usage(LedgerTests.key("a")).customerSignatures == 2)
+        #expect(found && !uncommitted && healthy)
+        #expect(recorded.wait(timeout: .now() + 30) == .success)
+        #expect(try ledger.usage(LedgerTests.key("a")).customerSignatures == 3)
     }
 
     @Test("every record survives a reopen")
