@@ -62,9 +62,20 @@ final class ServerProcess: @unchecked Sendable {
     }
 
     /// Sends SIGTERM and returns the exit status once the process has stopped.
-    func stop() -> Int32 {
+    /// SIGTERM, then its exit status. A server still running `hangGuardSeconds` later is killed (status 9): a guard
+    /// against a hang, many times what a stop takes, never a measure of how fast it was.
+    func stop(hangGuardSeconds: Double = 30) -> Int32 {
         if process.isRunning { kill(process.processIdentifier, SIGTERM) }
-        process.waitUntilExit()
+        let exited = DispatchSemaphore(value: 0)
+        let process = process
+        DispatchQueue.global().async {
+            process.waitUntilExit()
+            exited.signal()
+        }
+        if exited.wait(timeout: .now() + hangGuardSeconds) == .timedOut {
+            kill(process.processIdentifier, SIGKILL)
+            exited.wait()
+        }
         return process.terminationStatus
     }
 

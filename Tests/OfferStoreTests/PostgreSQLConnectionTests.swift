@@ -193,9 +193,8 @@ struct PostgreSQLConnectionTests {
     func statementTimeout() throws {
         try connection.setStatementTimeout(milliseconds: 100)
         let sleep = PostgreSQLStatement("sleep", "SELECT pg_sleep($1::double precision)::text")
-        let started = Date()
+        // The server's words say the statement timeout ended it (a finished sleep would answer, not fail).
         let error = #expect(throws: LedgerError.self) { try connection.rows(sleep, ["5"]) }
-        #expect(Date().timeIntervalSince(started) < 4)
         #expect(error?.kind == .timeout)
         #expect(
             error?.description
