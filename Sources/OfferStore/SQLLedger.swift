@@ -56,7 +56,7 @@ public final class SQLLedger: Ledger {
     /// one for the writer); the schema is brought up to date.
     public convenience init(postgresql configuration: PostgreSQLConfiguration, connections: Int) throws(LedgerError) {
         self.init(
-            try PostgreSQLDatabase(configuration, connections: connections, migrations: PostgreSQLSchema.migrations),
+            try PostgreSQLDatabase(configuration, connections: connections),
             backendName: "postgresql")
     }
 

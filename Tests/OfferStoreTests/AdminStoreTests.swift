@@ -732,7 +732,7 @@ struct AdminStoreTests {
             ledger = try SQLLedger(sqlite: sqlitePath)
             admin = try SQLAdminStore(sqlite: sqlitePath)
         }
-        #expect(LedgerSchema.currentVersion == 9)
+        #expect(SQLSchema.currentVersion(.sqlite) == 9)
         #expect(try Self.schemaVersion(sqlitePath) == ["9"])
         try LedgerTests.add(LedgerTests.signature("a"), to: ledger)
         try Self.publish(admin, after: 0)
@@ -745,7 +745,7 @@ struct AdminStoreTests {
         let connection = try SQLiteConnection(path: sqlitePath)
         try connection.execute("CREATE TABLE schema_version (version INTEGER NOT NULL)")
         try connection.execute("INSERT INTO schema_version (version) VALUES (0)")
-        for migration in LedgerSchema.migrations where migration.version <= 8 {
+        for migration in SQLSchema.migrations(.sqlite) where migration.version <= 8 {
             for statement in migration.statements { try connection.execute(statement) }
         }
         try connection.execute("UPDATE schema_version SET version = 8")

@@ -931,7 +931,7 @@ struct LedgerMigrationTests {
         let path = scratch.file("ledger.sqlite")
         try build(old, at: path)
         let ledger = try SQLLedger(sqlite: path)
-        #expect(try Self.version(at: path) == ["\(LedgerSchema.currentVersion)"])
+        #expect(try Self.version(at: path) == ["\(SQLSchema.currentVersion(.sqlite))"])
         let rows = try SQLiteConnection(path: path).texts(
             """
             SELECT bundle_id || ' ' || offer_id || ' ' || coalesce(customer_key, '-') || ' ' || nonce || ' '
@@ -971,7 +971,7 @@ struct LedgerMigrationTests {
         let path = scratch.file("ledger.sqlite")
         try LedgerTests.add(LedgerTests.signature("a"), to: SQLLedger(sqlite: path))
         let reopened = try SQLLedger(sqlite: path)
-        #expect(try Self.version(at: path) == ["\(LedgerSchema.currentVersion)"])
+        #expect(try Self.version(at: path) == ["\(SQLSchema.currentVersion(.sqlite))"])
         #expect(try reopened.usage(LedgerTests.key("a")).customerSignatures == 1)
     }
 
@@ -979,14 +979,14 @@ struct LedgerMigrationTests {
     func newer() throws {
         let path = scratch.file("ledger.sqlite")
         _ = try SQLLedger(sqlite: path)
-        let newer = LedgerSchema.currentVersion + 1
+        let newer = SQLSchema.currentVersion(.sqlite) + 1
         try SQLiteConnection(path: path).run("UPDATE schema_version SET version = ?1", [.integer(Int64(newer))])
         let error = #expect(throws: LedgerError.self) { _ = try SQLLedger(sqlite: path) }
         #expect(
             error?.description
-                == "the ledger \(path) has schema version \(newer), newer than this offer-signer knows "
-                + "(\(LedgerSchema.currentVersion)): it was written by a later release; run that release or a newer "
-                + "one (a ledger is never downgraded)")
+                == "the file \(path) has schema version \(newer), newer than this offer-signer knows "
+                + "(\(SQLSchema.currentVersion(.sqlite))): it was written by a later release; run that release or a newer "
+                + "one (a database is never downgraded)")
         #expect(try Self.version(at: path) == ["\(newer)"])
     }
 
@@ -997,7 +997,7 @@ struct LedgerMigrationTests {
         let error = #expect(throws: LedgerError.self) { _ = try SQLLedger(sqlite: path) }
         #expect(
             error?.description
-                == "\(path) is not an offer-signer ledger: it has tables (customers) but no schema_version")
+                == "the file \(path) is not an offer-signer database: it has tables (customers) but no schema_version")
         #expect(
             try SQLiteConnection(path: path).texts("SELECT name FROM sqlite_master WHERE type = 'table'", []) == [
                 "customers"
@@ -1007,6 +1007,6 @@ struct LedgerMigrationTests {
 
     @Test("the migrations are numbered 1, 2, 3... in order")
     func order() {
-        #expect(LedgerSchema.migrations.map(\.version) == Array(1...LedgerSchema.migrations.count))
+        #expect(SQLSchema.migrations(.sqlite).map(\.version) == Array(1...9))
     }
 }

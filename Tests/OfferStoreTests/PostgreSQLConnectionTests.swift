@@ -78,17 +78,12 @@ struct PostgreSQLConnectionTests {
         #expect(try connection.execute(delete, ["nobody"]) == 0)
     }
 
-    @Test("scalar says when there is no row, a NULL or no integer")
-    func scalarShapes() throws {
-        let none = PostgreSQLStatement("none", "SELECT 1 WHERE false")
-        let error = #expect(throws: LedgerError.self) { try connection.scalar(none) }
-        #expect(error?.description == "PostgreSQL statement none returned no row where one was expected")
-        let null = PostgreSQLStatement("null", "SELECT NULL::bigint")
-        let nullError = #expect(throws: LedgerError.self) { try connection.scalar(null) }
-        #expect(nullError?.description == "PostgreSQL statement null returned NULL where an integer was expected")
-        let text = PostgreSQLStatement("text", "SELECT $1::text")
-        let textError = #expect(throws: LedgerError.self) { try connection.scalar(text, ["twelve"]) }
-        #expect(textError?.description.contains("twelve") == false)
+    @Test("a statement that fails on a bound value names the statement, never the value")
+    func failureWithoutValue() throws {
+        let cast = PostgreSQLStatement("cast", "SELECT $1::integer")
+        let error = #expect(throws: LedgerError.self) { try connection.rows(cast, ["twelve-secret"]) }
+        #expect(error?.description.contains("cast") == true)
+        #expect(error?.description.contains("twelve-secret") == false)
     }
 
     @Test("a transaction commits what its body did", arguments: PostgreSQLConnection.IsolationLevel.allCases)
@@ -247,7 +242,7 @@ struct PostgreSQLConnectionTests {
 
     @Test("a pipeline runs its statements in order, BEGIN to COMMIT, and returns each one's rows and command tag")
     func pipeline() throws {
-        let results = try connection.pipeline([
+        let results = try connection.pipeline(texts: [
             (Self.begin, []), (Self.insertNote, ["one", "a"]), (Self.insertNote, [nil, "b"]), (Self.bodies, []),
             (Self.commit, []),
         ])
@@ -262,7 +257,7 @@ struct PostgreSQLConnectionTests {
     @Test("a failure in a pipeline skips what follows and leaves its transaction open to roll back")
     func pipelineFailure() throws {
         let error = #expect(throws: LedgerError.self) {
-            try connection.pipeline([
+            try connection.pipeline(texts: [
                 (Self.begin, []), (Self.insertNote, ["first", "same"]), (Self.insertNote, ["second", "same"]),
                 (Self.insertNote, ["skipped", "other"]), (Self.commit, []),
             ])
@@ -274,13 +269,14 @@ struct PostgreSQLConnectionTests {
         try connection.run("ROLLBACK")
         #expect(!connection.isBroken)
         #expect(try connection.scalar(Self.countNotes) == 0)
-        #expect(try connection.pipeline([(Self.insertNote, ["after", "after"])]).map(\.command) == ["INSERT 0 1"])
+        #expect(
+            try connection.pipeline(texts: [(Self.insertNote, ["after", "after"])]).map(\.command) == ["INSERT 0 1"])
     }
 
     @Test("a NUL character in a pipeline's parameter is refused before anything is sent")
     func pipelineRefusesNUL() throws {
         let error = #expect(throws: LedgerError.self) {
-            try connection.pipeline([(Self.insertNote, ["sent?", "x"]), (Self.insertNote, ["a\u{0}b", "y"])])
+            try connection.pipeline(texts: [(Self.insertNote, ["sent?", "x"]), (Self.insertNote, ["a\u{0}b", "y"])])
         }
         #expect(error?.description.contains("NUL character") == true)
         #expect(!connection.isInTransaction)
@@ -291,7 +287,7 @@ struct PostgreSQLConnectionTests {
     func pipelineOnTerminatedBackend() throws {
         try schema.terminate(connection.backendPID)
         let error = #expect(throws: LedgerError.self) {
-            try connection.pipeline([(Self.begin, []), (Self.insertNote, ["lost", "l"]), (Self.commit, [])])
+            try connection.pipeline(texts: [(Self.begin, []), (Self.insertNote, ["lost", "l"]), (Self.commit, [])])
         }
         #expect(error?.kind == .unavailable)
         #expect(error?.description.contains("the connection to PostgreSQL is lost") == true)

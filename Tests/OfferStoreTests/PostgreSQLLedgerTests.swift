@@ -197,6 +197,6 @@ struct PostgreSQLLedgerTests {
         _ = try replicas()
         let versions = PostgreSQLStatement("versions", "SELECT version::text FROM schema_version ORDER BY version")
         #expect(try schema.superuser().rows(versions) == [["1"], ["2"], ["3"], ["4"], ["5"]])
-        #expect(PostgreSQLSchema.migrations.map(\.version) == [1, 2, 3, 4, 5])
+        #expect(SQLSchema.migrations(.postgresql).map(\.version) == [1, 2, 3, 4, 5])
     }
 }

@@ -8,7 +8,7 @@ import Testing
 /// Versioned migrations on a real server, with several migrators starting at once.
 @Suite("PostgreSQL migrations apply each version once, in order, and refuse a newer database")
 struct PostgreSQLMigratorTests {
-    typealias Migration = PostgreSQLMigrator.Migration
+    typealias Migration = SQLMigration
 
     let schema: PostgreSQLTestSchema
 
@@ -34,30 +34,33 @@ struct PostgreSQLMigratorTests {
         schema = try PostgreSQLTestSchema()
     }
 
-    func pool(statementTimeoutMilliseconds: Int = 5000) throws -> PostgreSQLPool {
-        try PostgreSQLPool(schema.configuration(statementTimeoutMilliseconds: statementTimeoutMilliseconds), size: 2)
+    /// A database that migrates only when told.
+    func database(statementTimeoutMilliseconds: Int = 5000) throws -> PostgreSQLDatabase {
+        try PostgreSQLDatabase(
+            schema.configuration(statementTimeoutMilliseconds: statementTimeoutMilliseconds), connections: 2,
+            migrations: [])
     }
 
     @Test("a new database gets every migration in order; running again changes nothing; a new one applies alone")
     func inOrder() throws {
-        let pool = try pool()
-        #expect(try PostgreSQLMigrator.migrate(pool, migrations: Array(Self.migrations.prefix(2))) == 2)
+        let database = try self.database()
+        #expect(try database.migrate(Array(Self.migrations.prefix(2))) == 2)
         let admin = try schema.superuser()
         #expect(try admin.rows(Self.versions) == [["1"], ["2"]])
-        #expect(try PostgreSQLMigrator.migrate(pool, migrations: Array(Self.migrations.prefix(2))) == 2)
-        #expect(try PostgreSQLMigrator.migrate(pool, migrations: Self.migrations) == 5)
+        #expect(try database.migrate(Array(Self.migrations.prefix(2))) == 2)
+        #expect(try database.migrate(Self.migrations) == 5)
         #expect(try admin.rows(Self.versions) == [["1"], ["2"], ["5"]])
         #expect(try admin.rows(Self.applied) == [["1", "1"], ["2", "1"], ["5", "1"]])
     }
 
     @Test("two pools migrating at once, from several threads, apply each version exactly once")
     func concurrent() throws {
-        let pools = [try pool(), try pool()]
+        let pools = [try database(), try database()]
         let reached = Mutex<[Int]>([])
         let failures = Mutex<[String]>([])
         onThreads(6) { index in
             do throws(LedgerError) {
-                let version = try PostgreSQLMigrator.migrate(pools[index % 2], migrations: Self.migrations)
+                let version = try pools[index % 2].migrate(Self.migrations)
                 reached.withLock { $0.append(version) }
             } catch {
                 failures.withLock { $0.append(error.description) }
@@ -72,14 +75,14 @@ struct PostgreSQLMigratorTests {
 
     @Test("a database newer than the binary is refused and left as it is")
     func newerDatabase() throws {
-        let pool = try pool()
-        try PostgreSQLMigrator.migrate(pool, migrations: Self.migrations)
+        let database = try self.database()
+        try database.migrate(Self.migrations)
         let error = #expect(throws: LedgerError.self) {
-            try PostgreSQLMigrator.migrate(pool, migrations: Array(Self.migrations.prefix(2)))
+            try database.migrate(Array(Self.migrations.prefix(2)))
         }
         #expect(
             error?.description
-                == "the PostgreSQL database \(pool.configuration.redacted) has schema version 5, newer than this "
+                == "the PostgreSQL database \(database.pool.configuration.redacted) has schema version 5, newer than this "
                 + "offer-signer knows (2): it was written by a later release; run that release or a newer one (a "
                 + "database is never downgraded)")
         #expect(try schema.superuser().rows(Self.versions) == [["1"], ["2"], ["5"]])
@@ -87,11 +90,11 @@ struct PostgreSQLMigratorTests {
 
     @Test("a migration that fails is rolled back whole, and names its version")
     func failedMigration() throws {
-        let pool = try pool()
+        let database = try self.database()
         let broken = Migration(
             version: 2, ["CREATE TABLE second (id integer)", "INSERT INTO missing_table VALUES (1)"])
         let error = #expect(throws: LedgerError.self) {
-            try PostgreSQLMigrator.migrate(pool, migrations: [Self.migrations[0], broken])
+            try database.migrate([Self.migrations[0], broken])
         }
         #expect(
             error?.description
@@ -103,21 +106,21 @@ struct PostgreSQLMigratorTests {
             "tables", "SELECT count(*) FROM pg_tables WHERE schemaname = current_schema() AND tablename = $1")
         #expect(try admin.scalar(tables, ["second"]) == 0)
         // The fixed migration applies next time.
-        #expect(try PostgreSQLMigrator.migrate(pool, migrations: Array(Self.migrations.prefix(2))) == 2)
+        #expect(try database.migrate(Array(Self.migrations.prefix(2))) == 2)
     }
 
     @Test("a role that may not create tables starts an up-to-date database, and a migration needs that right")
     func limitedRole() throws {
-        try PostgreSQLMigrator.migrate(pool(), migrations: Self.migrations)
+        try database().migrate(Self.migrations)
         let role = try PostgreSQLTestRole(in: schema)
         let superuser = try schema.superuser()
         try superuser.run("GRANT USAGE ON SCHEMA \(schema.name) TO \(role.name)")
         try superuser.run("GRANT SELECT ON schema_version TO \(role.name)")
-        let limited = try PostgreSQLPool(role.configuration(), size: 1)
-        #expect(try PostgreSQLMigrator.migrate(limited, migrations: Self.migrations) == 5)
+        let limited = try PostgreSQLDatabase(role.configuration(), connections: 1, migrations: [])
+        #expect(try limited.migrate(Self.migrations) == 5)
         let sixth = Migration(version: 6, ["CREATE TABLE sixth (id integer)"])
         let error = #expect(throws: LedgerError.self) {
-            try PostgreSQLMigrator.migrate(limited, migrations: Self.migrations + [sixth])
+            try limited.migrate(Self.migrations + [sixth])
         }
         #expect(
             error?.description
@@ -128,11 +131,11 @@ struct PostgreSQLMigratorTests {
 
     @Test("migrations run without the statement timeout, which stays for everything else")
     func noTimeout() throws {
-        let pool = try pool(statementTimeoutMilliseconds: 100)
-        #expect(try PostgreSQLMigrator.migrate(pool, migrations: [Self.migrations[0]]) == 1)
+        let database = try self.database(statementTimeoutMilliseconds: 100)
+        #expect(try database.migrate([Self.migrations[0]]) == 1)
         let sleep = PostgreSQLStatement("sleep", "SELECT pg_sleep(0.3)")
         let error = #expect(throws: LedgerError.self) {
-            try pool.withConnection { (connection) throws(LedgerError) in try connection.execute(sleep) }
+            try database.pool.withConnection { (connection) throws(LedgerError) in try connection.execute(sleep) }
         }
         #expect(error?.kind == .timeout)
     }
@@ -144,11 +147,11 @@ struct PostgreSQLMigratorTests {
             [Migration(version: 1, []), Migration(version: 1, [])],
         ])
     func badLists(migrations: [Migration]) throws {
-        let pool = try pool()
-        let error = #expect(throws: LedgerError.self) { try PostgreSQLMigrator.migrate(pool, migrations: migrations) }
+        let database = try self.database()
+        let error = #expect(throws: LedgerError.self) { try database.migrate(migrations) }
         let expected =
             migrations.isEmpty
-            ? "no PostgreSQL migrations given" : "PostgreSQL migrations must have positive versions in increasing order"
+            ? "no schema migrations given" : "schema migrations must have positive versions in increasing order"
         #expect(error?.description == expected)
     }
 }

@@ -38,7 +38,8 @@ struct PostgreSQLPoolTests {
             "CREATE TABLE work (thread int, step int, pid int, PRIMARY KEY (thread, step))")
         // Idempotent: a retried write whose first COMMIT did land (its answer lost with the connection) adds nothing.
         let insert = PostgreSQLStatement(
-            "insert_work", "INSERT INTO work VALUES ($1, $2, pg_backend_pid()) ON CONFLICT DO NOTHING")
+            "insert_work", "INSERT INTO work VALUES ($1::integer, $2::integer, pg_backend_pid()) ON CONFLICT DO NOTHING"
+        )
         let threads = 16
         let steps = 60
         let done = Atomic<Int>(0)

@@ -112,8 +112,8 @@ final class PostgreSQLTestSchema: Sendable {
     /// on this machine).
     func terminate(_ pid: Int32) throws {
         let admin = try superuser()
-        let terminate = PostgreSQLStatement("test_terminate", "SELECT pg_terminate_backend($1)::int")
-        let alive = PostgreSQLStatement("test_alive", "SELECT count(*) FROM pg_stat_activity WHERE pid = $1")
+        let terminate = PostgreSQLStatement("test_terminate", "SELECT pg_terminate_backend($1::integer)::int")
+        let alive = PostgreSQLStatement("test_alive", "SELECT count(*) FROM pg_stat_activity WHERE pid = $1::integer")
         guard try admin.scalar(terminate, [String(pid)]) == 1 else { throw Failure("no backend \(pid) to terminate") }
         let deadline = Date().addingTimeInterval(10)
         while try admin.scalar(alive, [String(pid)]) > 0 || kill(pid, 0) == 0 || errno == EPERM {

@@ -43,7 +43,7 @@ public final class SQLAdminStore: AdminStore {
         postgresql configuration: PostgreSQLConfiguration, connections: Int = 2, clock: any Clock = SystemClock()
     ) throws(LedgerError) {
         self.init(
-            try PostgreSQLDatabase(configuration, connections: connections, migrations: PostgreSQLSchema.migrations),
+            try PostgreSQLDatabase(configuration, connections: connections),
             changes: PostgreSQLCatalogListener(configuration), clock: clock)
     }
 

@@ -6,9 +6,9 @@ import OfferCore
     import Glibc
 #endif
 
-/// One PostgreSQL connection (libpq's `PGconn`): opened in init, closed in deinit. Parameters are always bound as
-/// text through statements prepared once per connection (`PostgreSQLStatement`); SQL without parameters (`BEGIN`,
-/// DDL) runs through `run`.
+/// One PostgreSQL connection (libpq's `PGconn`): opened in init, closed in deinit. Values are always bound, typed
+/// (`SQLValue`), through statements prepared once per connection (`SQLStatement`); SQL without parameters
+/// (`BEGIN`, DDL) runs through `run`.
 ///
 /// Every failure is a `LedgerError` whose kind says what happened (`unavailable`, `uniqueViolation`,
 /// `serializationFailure`, `timeout`, `other`) and whose message names the statement but never a bound value or
@@ -42,16 +42,16 @@ final class PostgreSQLConnection: @unchecked Sendable {
     /// A pipeline failed in libpq, leaving the connection in an unknown state (`abandonPipeline`).
     private var abandoned = false
 
-    private static let statementTimeout = PostgreSQLStatement(
+    private static let statementTimeout = SQLStatement(
         "offer_signer_set_statement_timeout", "SELECT set_config('statement_timeout', $1, false)")
     /// A COMMIT returns only once its WAL is flushed, whatever the server, database, role or DSN default: an
     /// answered signature must survive a crash of the database server too.
-    private static let synchronousCommit = PostgreSQLStatement(
+    private static let synchronousCommit = SQLStatement(
         "offer_signer_set_synchronous_commit", "SELECT set_config('synchronous_commit', 'on', false)")
     /// Prepared statements run with one plan, made once per connection: PostgreSQL would otherwise plan the ledger's
     /// counting statement again on every run (a third of a millisecond each), and its statements are index look-ups
     /// whose best plan does not depend on the values.
-    private static let genericPlans = PostgreSQLStatement(
+    private static let genericPlans = SQLStatement(
         "offer_signer_generic_plans", "SELECT set_config('plan_cache_mode', 'force_generic_plan', false)")
 
     /// Connects (waiting at most `connectTimeoutSeconds`, unless the DSN says otherwise) and applies
@@ -85,8 +85,8 @@ final class PostgreSQLConnection: @unchecked Sendable {
         self.configuration = configuration
         self.backendPID = PQbackendPID(handle)
         try setStatementTimeout(milliseconds: configuration.statementTimeoutMilliseconds)
-        try execute(Self.synchronousCommit)
-        try execute(Self.genericPlans)
+        _ = try run(Self.synchronousCommit, [])
+        _ = try run(Self.genericPlans, [])
     }
 
     deinit { PQfinish(handle) }
@@ -102,37 +102,15 @@ final class PostgreSQLConnection: @unchecked Sendable {
     }
 
     /// Runs SQL that takes no parameter (`BEGIN`, `SET`, DDL). Never build it from values: bind them through
-    /// a `PostgreSQLStatement`.
+    /// an `SQLStatement`.
     func run(_ sql: String) throws(LedgerError) {
         _ = try command(sql)
-    }
-
-    /// Runs `statement` with `parameters` (`nil` binds NULL, each one's type left to the server) and returns how
-    /// many rows it inserted, updated or deleted (0 for other statements).
-    @discardableResult
-    func execute(_ statement: PostgreSQLStatement, _ parameters: [String?] = []) throws(LedgerError) -> Int64 {
-        try executePrepared(statement, try Self.parameters(parameters, statement)) { Self.changes(of: $0) }
-    }
-
-    /// Every row `statement` returns, each column as text (`nil` for NULL).
-    func rows(_ statement: PostgreSQLStatement, _ parameters: [String?] = []) throws(LedgerError) -> [[String?]] {
-        try executePrepared(statement, try Self.parameters(parameters, statement), Self.texts(of:))
     }
 
     /// Runs `statement` with typed values (their types declared when it is prepared; a blob goes as bytes) and
     /// returns its rows and how many rows it changed.
     func run(_ statement: SQLStatement, _ values: [SQLValue]) throws(LedgerError) -> Result {
         try executePrepared(statement, try Self.parameters(values, statement), Self.result(of:))
-    }
-
-    /// A result's rows, each column as text (`nil` for NULL).
-    private static func texts(of result: OpaquePointer) -> [[String?]] {
-        let columns = PQnfields(result)
-        return (0..<PQntuples(result)).map { row in
-            (0..<columns).map { column in
-                PQgetisnull(result, row, column) != 0 ? nil : String(cString: PQgetvalue(result, row, column))
-            }
-        }
     }
 
     /// A result's rows by column name; a `bytea` column as its bytes.
@@ -159,29 +137,11 @@ final class PostgreSQLConnection: @unchecked Sendable {
         Result(rows: rows(of: result), command: String(cString: PQcmdStatus(result)), changes: changes(of: result))
     }
 
-    /// The first column of the first row `statement` returns, which must be a non-NULL integer.
-    func scalar(_ statement: PostgreSQLStatement, _ parameters: [String?] = []) throws(LedgerError) -> Int64 {
-        let rows = try rows(statement, parameters)
-        guard let row = rows.first, let column = row.first else {
-            throw LedgerError("PostgreSQL statement \(statement.name) returned no row where one was expected")
-        }
-        guard let text = column else {
-            throw LedgerError("PostgreSQL statement \(statement.name) returned NULL where an integer was expected")
-        }
-        guard let value = Int64(text) else {
-            throw LedgerError("PostgreSQL statement \(statement.name) returned something other than an integer")
-        }
-        return value
-    }
-
     /// What one statement returned: its rows, its command tag (`COMMIT`, `INSERT 0 1`) and the rows it changed.
     struct Result: Sendable {
         var rows: [SQLRow]
         var command: String
         var changes: Int64
-
-        /// The rows, each column as text (`nil` for NULL).
-        var texts: [[String?]] { rows.map { $0.cells.map(SQLRow.text) } }
     }
 
     /// Runs `statements` in order, sent together and answered together (libpq's pipeline mode), so they cost one
@@ -189,22 +149,13 @@ final class PostgreSQLConnection: @unchecked Sendable {
     /// `execute` would throw it, and PostgreSQL skips the statements after it: a transaction begun in the pipeline is
     /// then left open in its failed state (`isInTransaction`) for the caller to roll back. A connection that breaks
     /// meanwhile fails with kind `unavailable`, and whether a COMMIT among the statements took effect is unknown.
-    func pipeline(_ statements: [(PostgreSQLStatement, [String?])]) throws(LedgerError) -> [Result] {
-        var prepared: [(SQLStatement, [Parameter])] = []
-        for (statement, parameters) in statements {
-            prepared.append((statement, try Self.parameters(parameters, statement)))
-        }
-        return try pipeline(prepared)
-    }
-
-    /// `pipeline` with typed values.
-    func pipeline(typed statements: [(SQLStatement, [SQLValue])]) throws(LedgerError) -> [Result] {
+    func pipeline(_ statements: [(SQLStatement, [SQLValue])]) throws(LedgerError) -> [Result] {
         var prepared: [(SQLStatement, [Parameter])] = []
         for (statement, values) in statements { prepared.append((statement, try Self.parameters(values, statement))) }
-        return try pipeline(prepared)
+        return try pipeline(prepared: prepared)
     }
 
-    private func pipeline(_ statements: [(SQLStatement, [Parameter])]) throws(LedgerError) -> [Result] {
+    private func pipeline(prepared statements: [(SQLStatement, [Parameter])]) throws(LedgerError) -> [Result] {
         for (statement, parameters) in statements { try prepareOnce(statement, parameters) }
         guard PQenterPipelineMode(handle) == 1 else { throw abandonPipeline("entering PostgreSQL pipeline mode") }
         for (statement, parameters) in statements {
@@ -273,7 +224,7 @@ final class PostgreSQLConnection: @unchecked Sendable {
     /// Sets how long one statement may run before the server cancels it with kind `timeout` (0: no limit), for the
     /// rest of the session, or of the transaction when set inside one that rolls back.
     func setStatementTimeout(milliseconds: Int) throws(LedgerError) {
-        try execute(Self.statementTimeout, [String(milliseconds)])
+        _ = try run(Self.statementTimeout, [.text(String(milliseconds))])
     }
 
     /// The server answers a trivial query.
@@ -353,7 +304,7 @@ final class PostgreSQLConnection: @unchecked Sendable {
         return try consume(result, "PostgreSQL statement \(statement.name)", read)
     }
 
-    /// One parameter as libpq takes it: its type (0: the server infers it), its bytes (`nil`: NULL) and whether
+    /// One parameter as libpq takes it: its type, its bytes (`nil`: NULL) and whether
     /// they are binary (a `bytea`) or text.
     struct Parameter {
         var type: Oid
@@ -362,12 +313,6 @@ final class PostgreSQLConnection: @unchecked Sendable {
     }
 
     static let byteaType: Oid = 17
-
-    /// Text parameters whose types the server infers; a NUL character is refused before anything is sent.
-    private static func parameters(_ values: [String?], _ statement: SQLStatement) throws(LedgerError) -> [Parameter] {
-        try SQLValue.check(values.map(SQLValue.text), for: statement)
-        return values.map { Parameter(type: 0, bytes: $0.map { Array($0.utf8) }) }
-    }
 
     /// Typed parameters: `bigint`, `text`, `bytea` (sent as bytes).
     private static func parameters(_ values: [SQLValue], _ statement: SQLStatement) throws(LedgerError) -> [Parameter] {

@@ -11,13 +11,20 @@ final class PostgreSQLDatabase: SQLDatabase {
     let dialect = SQLDialect.postgresql
     let pool: PostgreSQLPool
 
-    /// Connects (at most `connections` at once) and brings the schema up to date (`migrations`). Fails when the
-    /// database cannot be reached or its schema is newer than this release knows.
+    /// Connects (at most `connections` at once) and brings the schema up to date (`migrations`; none given, none
+    /// applied). Fails when the database cannot be reached or its schema is newer than this release knows.
     init(
-        _ configuration: PostgreSQLConfiguration, connections: Int, migrations: [PostgreSQLMigrator.Migration]
+        _ configuration: PostgreSQLConfiguration, connections: Int,
+        migrations: [SQLMigration] = SQLSchema.migrations(.postgresql)
     ) throws(LedgerError) {
         pool = try PostgreSQLPool(configuration, size: connections)
-        try PostgreSQLMigrator.migrate(pool, migrations: migrations)
+        if !migrations.isEmpty { try migrate(migrations) }
+    }
+
+    /// Brings the schema up to date (`SQLSchema.migrate`); returns the version reached.
+    @discardableResult
+    func migrate(_ migrations: [SQLMigration]) throws(LedgerError) -> Int {
+        try SQLSchema.migrate(self, migrations, name: "the PostgreSQL database \(pool.configuration.redacted)")
     }
 
     func read<Value>(_ body: (any SQLTransaction) throws(LedgerError) -> Value) throws(LedgerError) -> Value {
@@ -112,6 +119,11 @@ final class PostgreSQLTransaction: SQLTransaction {
 
     func send() throws(LedgerError) -> [[SQLRow]] { try sendAll().map(\.rows) }
 
+    func execute(_ sql: String) throws(LedgerError) {
+        _ = try sendAll()
+        try connection.run(sql)
+    }
+
     func lock(_ locks: [SQLLock]) throws(LedgerError) {
         guard !locks.isEmpty else { return }
         let ordered = SQLLock.ordered(locks)
@@ -136,6 +148,6 @@ final class PostgreSQLTransaction: SQLTransaction {
         guard !statements.isEmpty else { return [] }
         sentBegin = true
         if statements.count == 1 { return [try connection.run(statements[0].0, statements[0].1)] }
-        return try connection.pipeline(typed: statements)
+        return try connection.pipeline(statements)
     }
 }

@@ -61,6 +61,8 @@ protocol SQLTransaction: AnyObject {
     func readLater(_ statement: SQLStatement, _ values: [SQLValue]) throws(LedgerError) -> Int
     /// Runs what is queued; returns the rows of every statement, by the indexes `readLater` gave.
     func send() throws(LedgerError) -> [[SQLRow]]
+    /// Runs SQL without parameters (the schema's), never built from values.
+    func execute(_ sql: String) throws(LedgerError)
     /// Takes transaction-scoped locks, in the order given (PostgreSQL's advisory locks; SQLite's one writer holds the
     /// write lock from `BEGIN IMMEDIATE` on, so it has nothing more to take).
     func lock(_ locks: [SQLLock]) throws(LedgerError)
@@ -99,14 +101,67 @@ struct SQLDialect: Sendable {
     let utcDay: @Sendable (String) -> String
     /// The column that orders a table's rows as they were inserted.
     let insertionOrder: String
+    /// The words its tables are written in (`SQLSchema`).
+    let ddl: DDL
+    /// How it keeps its schema's version (`SQLSchema.migrate`).
+    let versioning: Versioning
+
+    struct DDL: Sendable {
+        /// A 64-bit integer column.
+        let integer: String
+        let blob: String
+        /// A 64-bit key numbered as rows are inserted.
+        let rowKey: String
+        /// After a table with a primary key of its own (SQLite stores it without a second, hidden key).
+        let keyedTable: String
+        /// A column for `insertionOrder`, where the dialect needs one.
+        let insertionOrderColumn: String
+    }
+
+    struct Versioning: Sendable {
+        /// The tables there are, as `name`.
+        let tables: SQLStatement
+        let createTable: String
+        /// A file's version from before `schema_version` existed, told by its tables (SQLite's early releases);
+        /// any other tables mean the file is someone else's. `nil`: other tables are fine (a PostgreSQL schema may
+        /// be shared), and a database without `schema_version` is new.
+        let unversioned: [Set<String>: Int]?
+        /// One row, updated (SQLite); else a row per version applied, with when (PostgreSQL).
+        let oneRow: Bool
+        /// Statements that begin a migration's transaction.
+        let setup: [SQLStatement]
+    }
 
     static let sqlite = SQLDialect(
         name: "sqlite", pipelines: false, concurrentWriters: false,
-        utcDay: { "strftime('%Y-%m-%d', \($0) / 1000, 'unixepoch')" }, insertionOrder: "rowid")
+        utcDay: { "strftime('%Y-%m-%d', \($0) / 1000, 'unixepoch')" }, insertionOrder: "rowid",
+        ddl: DDL(
+            integer: "INTEGER", blob: "BLOB", rowKey: "INTEGER PRIMARY KEY", keyedTable: " WITHOUT ROWID",
+            insertionOrderColumn: ""),
+        versioning: Versioning(
+            tables: SQLStatement(
+                "sqlite_tables", "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'"),
+            createTable: "CREATE TABLE schema_version (version INTEGER NOT NULL)",
+            unversioned: [[]: 0, ["issued_signatures"]: 1, ["issued_signatures", "offer_totals"]: 2], oneRow: true,
+            setup: []))
     static let postgresql = SQLDialect(
         name: "postgresql", pipelines: true, concurrentWriters: true,
         utcDay: { "to_char(to_timestamp(\($0) / 1000) AT TIME ZONE 'UTC', 'YYYY-MM-DD')" },
-        insertionOrder: "created_order")
+        insertionOrder: "created_order",
+        ddl: DDL(
+            integer: "BIGINT", blob: "BYTEA", rowKey: "BIGSERIAL PRIMARY KEY", keyedTable: "",
+            insertionOrderColumn: "\n    created_order BIGSERIAL NOT NULL,"),
+        versioning: Versioning(
+            tables: SQLStatement(
+                "offer_signer_tables",
+                "SELECT tablename::text AS name FROM pg_tables WHERE schemaname = current_schema()"),
+            createTable: "CREATE TABLE schema_version (version integer PRIMARY KEY, applied_at timestamptz NOT NULL "
+                + "DEFAULT now())",
+            unversioned: nil, oneRow: false,
+            // Neither a migration nor waiting for another replica's has a time limit.
+            setup: [
+                SQLStatement("offer_signer_schema_no_timeout", "SELECT set_config('statement_timeout', '0', true)")
+            ]))
 }
 
 /// A statement: its name (what a connection prepares it as, and what errors call it) and its SQL, whose parameters

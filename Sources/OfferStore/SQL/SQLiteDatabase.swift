@@ -7,7 +7,7 @@ import Synchronization
 /// while the writer writes). A private in-memory database has no second connection: reads share the writer's.
 ///
 /// The file is created 0600 in folders created 0700 (`LedgerFile`); a damaged one is refused at open (`PRAGMA
-/// quick_check`: about a second per million records) and its schema is brought up to date (`LedgerSchema`).
+/// quick_check`: about a second per million records) and its schema is brought up to date (`SQLSchema`).
 final class SQLiteDatabase: SQLDatabase {
     let dialect = SQLDialect.sqlite
     let path: String
@@ -35,16 +35,14 @@ final class SQLiteDatabase: SQLDatabase {
             let result = try connection.texts("PRAGMA quick_check(1)", [])
             guard result == ["ok"] else { throw LedgerFile.damaged(path, reason: result.joined(separator: "; ")) }
         }
-        try LedgerSchema.migrate(connection, path: path)
-        if let pageLimit { try Self.limitPages(connection, to: pageLimit) }
         writer = Mutex(connection)
-        if path == ":memory:" || path.isEmpty {
-            reader = Mutex(nil)
-        } else {
-            let reader = try SQLiteConnection(path: path)
-            reader.setBusyTimeout(milliseconds: Self.busyTimeoutMilliseconds)
-            if let pageLimit { try Self.limitPages(reader, to: pageLimit) }
-            self.reader = Mutex(reader)
+        let reader = path == ":memory:" || path.isEmpty ? nil : try SQLiteConnection(path: path)
+        reader?.setBusyTimeout(milliseconds: Self.busyTimeoutMilliseconds)
+        self.reader = Mutex(reader)
+        try SQLSchema.migrate(self, SQLSchema.migrations(.sqlite), name: "the file \(path)")
+        if let pageLimit {
+            try Self.limitPages(connection, to: pageLimit)
+            if let reader { try Self.limitPages(reader, to: pageLimit) }
         }
     }
 
