@@ -1,4 +1,11 @@
 extension JSONWriter {
+    /// `value` as compact JSON text, members sorted.
+    public static func compact(_ value: JSONValue) -> [UInt8] {
+        var writer = JSONWriter()
+        writer.value(value)
+        return writer.bytes
+    }
+
     /// `value` as indented JSON text ending in a newline, members sorted: for files people keep in git and read
     /// (`catalog export`). Empty arrays and objects stay on one line.
     public static func pretty(_ value: JSONValue, indent: Int = 2) -> [UInt8] {

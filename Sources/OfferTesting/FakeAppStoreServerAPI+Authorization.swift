@@ -26,8 +26,12 @@ extension FakeAppStoreServerAPI {
     /// ID in `iss`, `exp` ahead and at most an hour after `iat` (or after now, for a token without `iat`, which
     /// Apple accepts: its Python library writes none). `issuerId`, `keyId` and `publicKey` are checked when
     /// given. Never quotes the token.
+    ///
+    /// With `bundleId` `nil`, an App Store Connect API team key's JWT instead: no `bid`, an `iat`, and `exp` at
+    /// most `longestLifetimeSeconds` (Apple's 20 minutes) after it.
     public static func refusal(
-        of token: String, bundleId: String, issuerId: String?, keyId: String?, publicKey: VerifyingKey?, now: Int64
+        of token: String, bundleId: String?, issuerId: String?, keyId: String?, publicKey: VerifyingKey?, now: Int64,
+        longestLifetimeSeconds: Int64 = 3600
     ) -> String? {
         let parts: CompactJWS.Parts
         do {
@@ -44,7 +48,12 @@ extension FakeAppStoreServerAPI {
         guard claims["aud"]?.stringValue == AuthenticationToken.audience else {
             return "aud is not \(AuthenticationToken.audience)"
         }
-        guard claims["bid"]?.stringValue == bundleId else { return "bid is not \(bundleId)" }
+        if let bundleId {
+            guard claims["bid"]?.stringValue == bundleId else { return "bid is not \(bundleId)" }
+        } else {
+            guard claims["bid"] == nil else { return "bid belongs to App Store Server API tokens, not this API's" }
+            guard claims["iat"] != nil else { return "iat is missing" }
+        }
         guard let iss = claims["iss"]?.stringValue, UUIDText.isValid(iss) else { return "iss is not an issuer ID" }
         if let issuerId, iss != issuerId { return "iss is not \(issuerId)" }
         guard case .int(let expires)? = claims["exp"] else { return "exp is missing or not an integer" }
@@ -52,11 +61,13 @@ extension FakeAppStoreServerAPI {
         switch claims["iat"] {
         case nil:
             // Apple accepts tokens without iat: its Python library writes none.
-            guard expires - seconds <= 3600 else { return "exp is more than 60 minutes away" }
+            guard expires - seconds <= longestLifetimeSeconds else {
+                return "exp is more than \(longestLifetimeSeconds / 60) minutes away"
+            }
         case .int(let issuedAt)?:
             guard issuedAt <= seconds + 60 else { return "iat is in the future" }
-            guard expires > issuedAt, expires - issuedAt <= 3600 else {
-                return "exp must be after iat and at most 60 minutes after it"
+            guard expires > issuedAt, expires - issuedAt <= longestLifetimeSeconds else {
+                return "exp must be after iat and at most \(longestLifetimeSeconds / 60) minutes after it"
             }
         default:
             return "iat is not an integer"
@@ -69,7 +80,7 @@ extension FakeAppStoreServerAPI {
     }
 
     /// Replaces `path` with `text`, mode 0600.
-    private static func write(_ text: String, to path: String) {
+    static func write(_ text: String, to path: String) {
         let descriptor = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
         guard descriptor >= 0 else { return }
         defer { close(descriptor) }

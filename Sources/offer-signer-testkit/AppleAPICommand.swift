@@ -31,33 +31,43 @@ enum AppleAPICommand {
         if let path = options["public-key"] { publicKey = try loadPublicKey(path) }
         guard FileBytes.read(statePath) != nil else { throw CommandError("\(statePath): cannot read the state file") }
 
+        let fake = FakeAppStoreServerAPI(
+            options: FakeAppStoreServerAPI.Options(
+                statePath: statePath, keyId: options["key-id"], publicKey: publicKey, tokenFile: options["token-file"]),
+            authority: authority, clock: SystemClock.nowMilliseconds, log: { Console.err($0) })
+        try serveUntilSignal(
+            name: "apple-api", host: host,
+            start: { () throws(ServerError) in
+                try fake.start(host: host, port: port)
+            }, stop: fake.stop)
+        return 0
+    }
+
+    /// Starts a fake with signals blocked, says where it listens, and serves until SIGTERM or SIGINT.
+    static func serveUntilSignal(
+        name: String, host: String, start: () throws(ServerError) -> Int, stop: () -> Void
+    ) throws {
         var signals = sigset_t()
         sigemptyset(&signals)
         sigaddset(&signals, SIGTERM)
         sigaddset(&signals, SIGINT)
         pthread_sigmask(SIG_BLOCK, &signals, nil)
         signal(SIGPIPE, SIG_IGN)
-
-        let fake = FakeAppStoreServerAPI(
-            options: FakeAppStoreServerAPI.Options(
-                statePath: statePath, keyId: options["key-id"], publicKey: publicKey, tokenFile: options["token-file"]),
-            authority: authority, clock: SystemClock.nowMilliseconds, log: { Console.err($0) })
         let bound: Int
         do {
-            bound = try fake.start(host: host, port: port)
+            bound = try start()
         } catch {
             throw CommandError(error.description)
         }
         let shownHost = host.contains(":") ? "[\(host)]" : host
-        Console.out("offer-signer-testkit apple-api listening on http://\(shownHost):\(bound)")
+        Console.out("offer-signer-testkit \(name) listening on http://\(shownHost):\(bound)")
         var received: Int32 = 0
         sigwait(&signals, &received)
-        fake.stop()
-        return 0
+        stop()
     }
 
     /// A PEM public key, or the public half of a PEM private key (an In-App Purchase `.p8`).
-    private static func loadPublicKey(_ path: String) throws -> VerifyingKey {
+    static func loadPublicKey(_ path: String) throws -> VerifyingKey {
         // Read as a key file (wiped after parsing), without the private key's access checks: a public key is
         // usually readable by all.
         let key: VerifyingKey?

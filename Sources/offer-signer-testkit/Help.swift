@@ -11,6 +11,7 @@ enum Help {
           sign                       sign a transaction, renewal info, app transaction, notification or
                                      retention request as Apple's server would, with the test CA
           apple-api                  serve a fake App Store Server API
+          app-store-connect          serve a fake App Store Connect API (apps, subscriptions, offers)
 
         Run `offer-signer-testkit <command> --help` for a command's options. `offer-signer-testkit --version`
         prints the version.
@@ -71,5 +72,22 @@ enum Help {
         --public-key, a PEM public key or the app's .p8) and refused with 401 otherwise, the reason on standard
         error. --key-id requires that kid; --token-file writes the last token seen to FILE (mode 0600).
         GET /__fake/requests counts the calls per environment and endpoint.
+        """
+
+    static let appStoreConnect = """
+        Usage: offer-signer-testkit app-store-connect --state FILE --port PORT [--host HOST] [--public-key PEM]
+                   [--token-file FILE]
+
+        Serves a fake App Store Connect API on HOST (default 127.0.0.1) and PORT (0 picks one) until SIGTERM or
+        SIGINT, and prints "offer-signer-testkit app-store-connect listening on http://HOST:PORT" once it listens.
+        Point "appStoreConnect": {"baseURL"} at it. FILE is JSON, read again on every request: {"issuerId",
+        "keyId", "pageSize", "fault": {"status": 401|403|429|500, "retryAfter": "SECONDS"}, "apps": [{"id",
+        "bundleId", "groups": [{"id", "referenceName", "subscriptions": [{"id", "productId", "name", "state",
+        "promotionalOffers": [{"id", "offerCode", "name", "duration", "offerMode", "numberOfPeriods"}],
+        "introductoryOffers": [{"id", ...}], "winBackOffers": [{"id", "offerId", "referenceName", ...}]}]}]}]}.
+        Lists are served pageSize at a time with links.next. Every call needs a team key's JWT as Apple checks
+        it (kid and iss those of FILE, aud appstoreconnect-v1, iat, exp at most 20 minutes after iat, no bid;
+        signed by --public-key's key when given), else 401 NOT_AUTHORIZED; --token-file keeps the last token.
+        GET /__fake/requests answers {"calls": N}.
         """
 }

@@ -12,5 +12,6 @@ let program = CommandLineProgram(
         Command("ca", help: Help.ca, run: TestKitCommand.makeAuthority),
         Command("sign", help: Help.sign, run: TestKitCommand.sign),
         Command("apple-api", help: Help.appleAPI, run: AppleAPICommand.run),
+        Command("app-store-connect", help: Help.appStoreConnect, run: AppStoreConnectCommand.run),
     ])
 exit(program.run(CommandLine.arguments.dropFirst()))

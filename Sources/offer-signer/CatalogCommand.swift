@@ -1,8 +1,11 @@
+import Dispatch
 import OfferAPI
+import OfferAppStore
 import OfferCommandLine
 import OfferCore
 import OfferServer
 import OfferStore
+import Synchronization
 
 /// `offer-signer catalog export|import`: moves apps' offers and retention entries between the storage's versioned
 /// catalog and a JSON file in the configuration's format, `{"apps": [{"bundleId", "offers", "retention"}]}`, so a
@@ -12,6 +15,7 @@ enum CatalogCommand {
         switch subcommand {
         case "export": return try export(arguments)
         case "import": return try importFile(arguments)
+        case "check": return try check(arguments)
         default: throw UsageError("unknown subcommand \"\(subcommand)\" of catalog")
         }
     }
@@ -110,6 +114,107 @@ enum CatalogCommand {
         }
         Console.out(lines.joined(separator: "\n"))
         return 0
+    }
+
+    /// Checks each app's offers (the catalog served, or `--file`'s) against its products and offers at App Store
+    /// Connect and prints the findings; exits 1 when any is an error, or when App Store Connect cannot be read.
+    static func check(_ arguments: ArraySlice<String>) throws -> Int32 {
+        let options = try Arguments(
+            arguments, valued: ["config", "app", "file", "format"], switches: ["app-store-connect"])
+        try options.noPositionals()
+        guard options.flags.contains("app-store-connect") else {
+            throw UsageError("catalog check needs --app-store-connect: what to check the catalog against")
+        }
+        let format = options["format"] ?? "text"
+        guard ["text", "json"].contains(format) else { throw UsageError("--format must be text or json") }
+        let configuration = try ServeCommand.readConfiguration(try options.required("config"))
+        var checked: [(AppDefinition, [Offer])] = []
+        if let path = options["file"] {
+            checked = try read(path, configuration: configuration, only: options["app"]).map { ($0.0, $0.1.offers) }
+        } else {
+            let store = try openStore(configuration)
+            for app in try selected(configuration, app: options["app"]) {
+                var offers = app.offers
+                if let store, let live = try? store.catalogVersion(bundleId: app.bundleId, version: nil),
+                    let document = try? CatalogDocument.parse(live.document, storedIds: true)
+                {
+                    offers = document.offers
+                }
+                checked.append((app, offers))
+            }
+        }
+        let connected = checked.filter { $0.0.appStoreConnect != nil }
+        guard !connected.isEmpty else {
+            throw CommandError(
+                "no app to check has \"appStoreConnect\" (its API key) in the configuration, itself or shared")
+        }
+        let client: HTTPSClient
+        do {
+            client = try HTTPSClient()
+        } catch {
+            throw CommandError(error.message)
+        }
+        var reports: [JSONValue] = []
+        var lines: [String] = []
+        var errors = 0
+        for (app, offers) in checked {
+            guard let settings = app.appStoreConnect else {
+                lines.append("\(app.bundleId): not checked (no \"appStoreConnect\")")
+                continue
+            }
+            let apple = try readApple(app.bundleId, settings, client: client)
+            let findings = CatalogCheck.findings(offers: offers, apple: apple, appPath: app.path)
+            errors += findings.filter { $0.severity == .error }.count
+            reports.append(
+                .object([
+                    "bundleId": .string(app.bundleId), "readAt": .string(ISO8601.format(apple.fetchedAt)),
+                    "findings": .array(findings.map(\.json)),
+                ]))
+            let counts = CatalogFinding.Severity.allCases.map { severity in
+                "\(findings.filter { $0.severity == severity }.count) \(severity.rawValue)(s)"
+            }
+            lines.append(
+                "\(app.bundleId): \(counts.joined(separator: ", ")) against App Store Connect (read "
+                    + "\(ISO8601.format(apple.fetchedAt)), \(apple.subscriptions.count) subscription(s))")
+            for finding in findings {
+                lines.append(
+                    "  \(finding.severity.rawValue) \(finding.code) at \(finding.path)"
+                        + (finding.appleId.map { " (Apple: \($0))" } ?? "") + ": \(finding.message)")
+            }
+        }
+        if format == "json" {
+            Console.out(
+                String(
+                    decoding: JSONWriter.pretty(.object(["apps": .array(reports), "errors": .int(Int64(errors))])),
+                    as: UTF8.self))
+        } else {
+            Console.out(lines.joined(separator: "\n"))
+        }
+        return errors > 0 ? 1 : 0
+    }
+
+    /// `bundleId`'s side at App Store Connect, read now.
+    private static func readApple(
+        _ bundleId: String, _ settings: AppStoreConnectSettings, client: HTTPSClient
+    ) throws -> AppleCatalog {
+        let outcome = Mutex<Result<AppleCatalog, AppStoreConnectError>?>(nil)
+        let done = DispatchSemaphore(value: 0)
+        Task {
+            let result: Result<AppleCatalog, AppStoreConnectError>
+            do throws(AppStoreConnectError) {
+                let api = try AppStoreConnectAPI.load(settings, client: client, clock: SystemClock.nowMilliseconds)
+                result = .success(try await api.catalog(bundleId: bundleId))
+            } catch {
+                result = .failure(error)
+            }
+            outcome.withLock { $0 = result }
+            done.signal()
+        }
+        done.wait()
+        switch outcome.withLock({ $0 })! {
+        case .success(let apple): return apple
+        case .failure(let error): throw CommandError("\(bundleId): \(error.message)")
+        }
     }
 
     /// The file's apps (those of the configuration; only `only` when given), each with its validated document.

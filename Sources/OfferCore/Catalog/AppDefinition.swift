@@ -22,6 +22,9 @@ public struct AppDefinition: Sendable {
     public var appAppleId: Int64?
     /// How the app calls the App Store Server API; `nil` when it does not.
     public var appStoreServerAPI: AppStoreServerAPISettings?
+    /// How the service reads the app's products and offers at Apple (`catalog check --app-store-connect`, the
+    /// publish guard); the configuration's shared one when the app has none of its own. `nil`: never.
+    public var appStoreConnect: AppStoreConnectSettings?
     /// What to answer Apple's Retention Messaging requests, in order: the first entry that applies answers.
     public var retention: [RetentionEntry]
     /// The app's JSON path in the configuration, like `$.apps[0]`.
@@ -129,14 +132,21 @@ public struct AppDefinition: Sendable {
                 value, path: "\(path).appStoreServerAPI", keys: keys, refusesSandbox: sandbox == .refuse,
                 errors: &errors)
         }
+        var connect: AppStoreConnectSettings?
+        if let value = reader.value("appStoreConnect") {
+            connect = AppStoreConnectSettings.parse(
+                value, path: "\(path).appStoreConnect", baseDirectory: baseDirectory, errors: &errors)
+        }
         reader.finish(into: &errors)
         guard let bundleId, let issuerId, let firstKey = keys.first else { return nil }
-        return AppDefinition(
+        var app = AppDefinition(
             bundleId: bundleId, issuerId: issuerId, keys: keys, activeKeyId: activeKeyId ?? firstKey.keyId,
             localTesting: localTesting, offers: catalog.offers,
             signaturesPerCustomerPerDay: perDay ?? defaultSignaturesPerCustomerPerDay, sandbox: sandbox,
             appAppleId: appAppleId, appStoreServerAPI: serverAPI, retention: catalog.retention,
             catalogJSON: catalog.json,
             path: path)
+        app.appStoreConnect = connect
+        return app
     }
 }

@@ -116,7 +116,7 @@ public struct AppStoreServerAPISettings: Sendable, Equatable {
     }
 
     /// The override without a trailing `/`, when it is HTTPS (or HTTP to loopback) with no query or fragment.
-    private static func checkedBaseURL(_ text: String, path: String, errors: inout [ConfigError]) -> String? {
+    static func checkedBaseURL(_ text: String, path: String, errors: inout [ConfigError]) -> String? {
         let url: ServerURL
         do {
             url = try ServerURL(text)

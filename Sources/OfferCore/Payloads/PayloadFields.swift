@@ -38,7 +38,7 @@ public struct PayloadFields {
 
     /// A nested object (a notification's `data`), read the same way; its fields are named `name.field` in errors
     /// and in `recordedTypes`. While types are recorded, an empty object is read, so its fields are recorded too.
-    func object(_ name: String) throws(PayloadError) -> PayloadFields? {
+    public func object(_ name: String) throws(PayloadError) -> PayloadFields? {
         record(name, .object)
         if let recorder {
             let empty = JSONReader(members: [:], path: reader.qualified(name), style: reader.style)

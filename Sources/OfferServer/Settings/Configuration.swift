@@ -42,10 +42,18 @@ public struct Configuration: Sendable {
         var errors: [ConfigError] = []
         var root = ConfigReader(document, path: "$", errors: &errors)
         let settings = Settings.parse(&root, baseDirectory: baseDirectory, errors: &errors)
+        var shared: AppStoreConnectSettings?
+        if let value = root.value("appStoreConnect") {
+            shared = AppStoreConnectSettings.parse(
+                value, path: "$.appStoreConnect", baseDirectory: baseDirectory, errors: &errors)
+        }
         var apps: [AppDefinition] = []
         if let elements = document["apps"]?.arrayValue {
             if elements.isEmpty { errors.append(ConfigError(path: "$.apps", "must not be empty")) }
             apps = AppDefinition.parseAll(elements, baseDirectory: baseDirectory, errors: &errors)
+            for index in apps.indices where apps[index].appStoreConnect == nil {
+                apps[index].appStoreConnect = shared
+            }
         } else if document["apps"] == nil {
             errors.append(ConfigError(path: "$.apps", "is required"))
         } else if let value = document["apps"] {
