@@ -395,7 +395,7 @@ public final class AppStoreConnectAPI: Sendable {
 
     /// When a 429's `Retry-After` lets calls go again: seconds from now, or a Unix time in milliseconds (as the App
     /// Store Server API writes it); else `defaultRateLimitPause`. Never more than `longestRateLimitPause` away.
-    static func retryAfter(_ header: String?, now: Int64) -> Int64 {
+    public static func retryAfter(_ header: String?, now: Int64) -> Int64 {
         var until = now + defaultRateLimitPause
         if let text = header?.filter({ $0 != " " }), let number = Int64(text), number >= 0 {
             until = number > 1_000_000_000_000 ? number : now + number * 1000

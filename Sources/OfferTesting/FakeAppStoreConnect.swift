@@ -54,7 +54,7 @@ public final class FakeAppStoreConnect: Sendable {
     public func start(host: String = "127.0.0.1", port: Int = 0) throws(ServerError) -> Int {
         var limits = HTTPServerLimits()
         limits.threads = 2
-        limits.forwardedHeaders = ["Authorization"]
+        limits.forwardedHeaders = ["Authorization", "Host"]
         limits.forwardedQueryArguments = ["filter[bundleId]", "limit", "cursor"]
         let server = HTTPServer(limits: limits) { [weak self] request, responder in
             responder.send(self?.answer(request) ?? HTTPResponse(status: 503, body: []))

@@ -30,7 +30,8 @@ enum CommandLineTool {
                 Command(
                     "ledger", subcommands: ["stats", "customer", "forget", "grant", "reset", "actions", "purge"],
                     help: Help.ledger, run: LedgerCommand.run),
-                Command("catalog", subcommands: ["export", "import"], help: Help.catalog, run: CatalogCommand.run),
+                Command(
+                    "catalog", subcommands: ["export", "import", "check"], help: Help.catalog, run: CatalogCommand.run),
                 Command("apple", subcommands: ["status", "backfill"], help: Help.apple, run: AppleCommand.run),
                 Command("admin", subcommands: ["token"], help: Help.admin) { _, arguments in
                     try AdminCommand.run(arguments)

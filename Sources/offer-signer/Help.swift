@@ -27,6 +27,7 @@ enum Help {
           ledger purge               delete the records older than ledgerRetentionDays (totals are kept)
           catalog export             write the apps' live offers and retention entries as JSON (for git)
           catalog import             make a JSON file of offers the apps' drafts, or publish it as new versions
+          catalog check              check the catalog against App Store Connect (--app-store-connect)
           apple status               one customer's subscriptions from the App Store Server API, verified
           apple backfill             take in the notifications Apple sent in a period (after an outage)
           admin token create         make an admin API token (shown once) with a role
@@ -42,6 +43,8 @@ enum Help {
     static let catalog = """
         Usage: offer-signer catalog export --config FILE [--app BUNDLE [--version N]]
                offer-signer catalog import --config FILE --file JSON [--app BUNDLE] [--publish [--message TEXT]]
+               offer-signer catalog check --config FILE --app-store-connect [--app BUNDLE] [--file JSON]
+                   [--format text|json]
 
         Moves the apps' offers and retention entries to and from a JSON file in the configuration's
         format: {"apps": [{"bundleId": "...", "offers": [...], "retention": [...]}]}, so a team can keep
@@ -55,6 +58,13 @@ enum Help {
         --message (default "imported from FILE"), unless it equals the live version (then nothing changes,
         so CI may run it on every commit). Every change is in the audit log, by "cli".
         Safe while the service runs: replicas serve a published version within seconds.
+        `check --app-store-connect` reads each app's subscriptions and their promotional, introductory and
+        win-back offers from the App Store Connect API, with the "appStoreConnect" key of the app (or the
+        shared one), and lists where the catalog served (or --file's) disagrees: an offer Apple does not have
+        or has for another product, a product unknown, removed or not approved, a win-back rule no customer
+        Apple finds eligible can pass (errors and warnings), Apple's offers the catalog does not use (notices).
+        Each finding has a code, the catalog's JSON path and Apple's identifier. Exits 1 when any finding is an
+        error or App Store Connect cannot be read, so CI can run it before publishing.
         """
 
     static let serve = """
