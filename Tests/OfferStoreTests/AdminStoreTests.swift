@@ -409,6 +409,24 @@ struct AdminStoreTests {
         #expect(try store.allAuditEntries().count == 1)
     }
 
+    @Test("a copy of Apple's side is kept per app, and never replaced by one read earlier", arguments: Kind.allCases)
+    func appleCatalogs(kind: Kind) throws {
+        let store = try make(kind)
+        #expect(try store.appleCatalog(bundleId: Self.app) == nil)
+        try store.saveAppleCatalog(bundleId: Self.app, document: Array("first".utf8), fetchedAt: 1000)
+        try store.saveAppleCatalog(bundleId: "com.other", document: Array("other".utf8), fetchedAt: 5)
+        #expect(try store.appleCatalog(bundleId: Self.app)?.document == Array("first".utf8))
+        try store.saveAppleCatalog(bundleId: Self.app, document: Array("older".utf8), fetchedAt: 999)
+        #expect(try store.appleCatalog(bundleId: Self.app)?.fetchedAt == 1000)
+        #expect(try store.appleCatalog(bundleId: Self.app)?.document == Array("first".utf8))
+        try store.saveAppleCatalog(bundleId: Self.app, document: Array("newer".utf8), fetchedAt: 2000)
+        #expect(try store.appleCatalog(bundleId: Self.app)?.fetchedAt == 2000)
+        #expect(try store.appleCatalog(bundleId: Self.app)?.document == Array("newer".utf8))
+        #expect(try store.appleCatalog(bundleId: "com.other")?.document == Array("other".utf8))
+        // Kept copies are not audited: they are Apple's, not a change anyone made.
+        #expect(try store.allAuditEntries().isEmpty)
+    }
+
     // MARK: Catalog changes
 
     @Test(
@@ -732,8 +750,8 @@ struct AdminStoreTests {
             ledger = try SQLLedger(sqlite: sqlitePath)
             admin = try SQLAdminStore(sqlite: sqlitePath)
         }
-        #expect(SQLSchema.currentVersion(.sqlite) == 9)
-        #expect(try Self.schemaVersion(sqlitePath) == ["9"])
+        #expect(SQLSchema.currentVersion(.sqlite) == 10)
+        #expect(try Self.schemaVersion(sqlitePath) == ["10"])
         try LedgerTests.add(LedgerTests.signature("a"), to: ledger)
         try Self.publish(admin, after: 0)
         #expect(try ledger.usage(LedgerTests.key("a")).customerSignatures == 1)
@@ -755,7 +773,7 @@ struct AdminStoreTests {
             VALUES ('com.example', 'o1', 'a', 'n1', 'K', 'jws', 1800000000000)
             """)
         let admin = try SQLAdminStore(sqlite: sqlitePath)
-        #expect(try Self.schemaVersion(sqlitePath) == ["9"])
+        #expect(try Self.schemaVersion(sqlitePath) == ["10"])
         try Self.publish(admin, after: 0)
         #expect(try SQLLedger(sqlite: sqlitePath).signature(nonce: "n1")?.customerKey == "a")
     }
@@ -765,7 +783,7 @@ struct AdminStoreTests {
     static let versions = PostgreSQLStatement("versions", "SELECT version::text FROM schema_version ORDER BY version")
 
     @Test(
-        "PostgreSQL: the ledger and the admin store open the database in either order, at schema version 5",
+        "PostgreSQL: the ledger and the admin store open the database in either order, at schema version 6",
         arguments: [true, false])
     func sharedDatabase(adminFirst: Bool) throws {
         let schema = try schemas.make()
@@ -778,7 +796,7 @@ struct AdminStoreTests {
             ledger = try SQLLedger(postgresql: schema.configuration(), connections: 2)
             admin = try SQLAdminStore(postgresql: schema.configuration())
         }
-        #expect(try schema.superuser().rows(Self.versions) == [["1"], ["2"], ["3"], ["4"], ["5"]])
+        #expect(try schema.superuser().rows(Self.versions) == [["1"], ["2"], ["3"], ["4"], ["5"], ["6"]])
         try LedgerTests.add(LedgerTests.signature("a"), to: ledger)
         try Self.publish(admin, after: 0)
         #expect(try ledger.usage(LedgerTests.key("a")).customerSignatures == 1)

@@ -75,6 +75,14 @@ public protocol AdminStore: Sendable {
     func deleteSession(hash: [UInt8]) throws(LedgerError)
     /// Deletes sessions that expired before `before`; returns how many.
     func purgeSessions(before: Int64) throws(LedgerError) -> Int
+
+    // MARK: Apple's side
+
+    /// The copy of an app's products and offers at App Store Connect saved last (`AppleCatalog.json`), with when it
+    /// was read; `nil` before the first.
+    func appleCatalog(bundleId: String) throws(LedgerError) -> (fetchedAt: Int64, document: [UInt8])?
+    /// Keeps a copy read at `fetchedAt`, unless one read later is kept already (another replica's).
+    func saveAppleCatalog(bundleId: String, document: [UInt8], fetchedAt: Int64) throws(LedgerError)
 }
 
 /// A refusal of one admin change (the store itself is fine).

@@ -256,6 +256,20 @@ public final class SQLAdminStore: AdminStore {
         try database.read { (writer) throws(LedgerError) in try writer.execute(Query.deleteSession, [.blob(hash)]) }
     }
 
+    public func appleCatalog(bundleId: String) throws(LedgerError) -> (fetchedAt: Int64, document: [UInt8])? {
+        try database.read { (reader) throws(LedgerError) -> (fetchedAt: Int64, document: [UInt8])? in
+            try reader.row(Query.appleCatalog, [.text(bundleId)]).map {
+                (fetchedAt: $0.integer("fetched_at_ms") ?? 0, document: $0.bytes("document") ?? [])
+            }
+        }
+    }
+
+    public func saveAppleCatalog(bundleId: String, document: [UInt8], fetchedAt: Int64) throws(LedgerError) {
+        try database.transaction { (writer) throws(LedgerError) in
+            try writer.write(Query.saveAppleCatalog, [.text(bundleId), .integer(fetchedAt), .blob(document)])
+        }
+    }
+
     public func purgeSessions(before: Int64) throws(LedgerError) -> Int {
         try database.read { (writer) throws(LedgerError) in try writer.execute(Query.purgeSessions, [.integer(before)])
         }
@@ -276,6 +290,15 @@ public final class SQLAdminStore: AdminStore {
 
     /// The admin store's statements.
     enum Query {
+        static let appleCatalog = SQLStatement(
+            "admin_apple_catalog", "SELECT fetched_at_ms, document FROM apple_catalogs WHERE bundle_id = $1")
+        static let saveAppleCatalog = SQLStatement(
+            "admin_save_apple_catalog",
+            """
+            INSERT INTO apple_catalogs (bundle_id, fetched_at_ms, document) VALUES ($1, $2, $3)
+            ON CONFLICT (bundle_id) DO UPDATE SET fetched_at_ms = excluded.fetched_at_ms, document = excluded.document
+            WHERE apple_catalogs.fetched_at_ms < excluded.fetched_at_ms
+            """)
         static let latestVersions = SQLStatement(
             "admin_latest_versions",
             "SELECT bundle_id, max(version) AS version FROM catalog_versions GROUP BY bundle_id")

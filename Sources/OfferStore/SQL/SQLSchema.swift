@@ -412,5 +412,18 @@ enum SQLSchema {
                 "CREATE INDEX admin_sessions_by_expiry ON admin_sessions (expires_at_ms)",
             ]
         },
+        // The copy of each app's products and offers at App Store Connect (`AppleCatalog`), which the publish guard
+        // checks a catalog against when Apple cannot be asked, with when it was read.
+        Step(sqlite: 10, postgresql: 6) { t in
+            [
+                """
+                CREATE TABLE apple_catalogs (
+                    bundle_id TEXT NOT NULL PRIMARY KEY,
+                    fetched_at_ms \(t.integer) NOT NULL,
+                    document \(t.blob) NOT NULL
+                )
+                """
+            ]
+        },
     ]
 }

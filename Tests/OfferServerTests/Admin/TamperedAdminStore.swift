@@ -84,4 +84,10 @@ final class TamperedAdminStore: AdminStore {
     func session(hash: [UInt8]) throws(LedgerError) -> AdminSession? { try inner.session(hash: hash) }
     func deleteSession(hash: [UInt8]) throws(LedgerError) { try inner.deleteSession(hash: hash) }
     func purgeSessions(before: Int64) throws(LedgerError) -> Int { try inner.purgeSessions(before: before) }
+    func appleCatalog(bundleId: String) throws(LedgerError) -> (fetchedAt: Int64, document: [UInt8])? {
+        try inner.appleCatalog(bundleId: bundleId)
+    }
+    func saveAppleCatalog(bundleId: String, document: [UInt8], fetchedAt: Int64) throws(LedgerError) {
+        try inner.saveAppleCatalog(bundleId: bundleId, document: document, fetchedAt: fetchedAt)
+    }
 }
