@@ -64,6 +64,10 @@ public struct ErrorCode: RawRepresentable, Sendable, Hashable, CustomStringConve
     public static let versionConflict = ErrorCode(rawValue: "version_conflict")
     /// 422: the catalog document does not validate (`errors`, each with its JSON path).
     public static let invalidCatalog = ErrorCode(rawValue: "invalid_catalog")
+    /// Publishing: the catalog disagrees with App Store Connect (`findings`); `force` with a reason publishes anyway.
+    public static let catalogCheckFailed = ErrorCode(rawValue: "catalog_check_failed")
+    /// Publishing, or reading Apple's side: App Store Connect cannot be read and no copy of it is kept.
+    public static let appStoreConnectUnavailable = ErrorCode(rawValue: "app_store_connect_unavailable")
     /// 409: the catalog comes from the configuration file (`"catalog": "file"`), so it is not changed here.
     public static let catalogIsFile = ErrorCode(rawValue: "catalog_is_file")
     /// 404: the app has no published catalog version with this number.

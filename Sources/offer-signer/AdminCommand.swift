@@ -109,7 +109,12 @@ enum AdminCommand {
         do {
             return try body()
         } catch let error as AdminError {
-            throw CommandError(error.message)
+            // A refused check lists what App Store Connect disagrees with, one finding a line.
+            let findings = error.findings.filter { $0.severity == .error }.map {
+                "\n  \($0.severity.rawValue) \($0.code) at \($0.path)" + ($0.appleId.map { " (Apple: \($0))" } ?? "")
+                    + ": \($0.message)"
+            }
+            throw CommandError(error.message + findings.joined())
         } catch let error as OfferError {
             throw CommandError(error.cause.map { "\(error.message) (\($0))" } ?? error.message)
         }

@@ -71,10 +71,11 @@ enum CatalogCommand {
     /// app whose document equals its live version is left alone.
     static func importFile(_ arguments: ArraySlice<String>) throws -> Int32 {
         let options = try Arguments(
-            arguments, valued: ["config", "file", "app", "message"], switches: ["publish"])
+            arguments, valued: ["config", "file", "app", "message", "force"], switches: ["publish"])
         try options.noPositionals()
         let publish = options.flags.contains("publish")
         if options["message"] != nil && !publish { throw UsageError("--message goes with --publish") }
+        if options["force"] != nil && !publish { throw UsageError("--force goes with --publish") }
         let path = try options.required("file")
         let configuration = try ServeCommand.readConfiguration(try options.required("config"))
         guard configuration.settings.catalog == .storage else {
@@ -84,9 +85,23 @@ enum CatalogCommand {
         }
         let documents = try read(path, configuration: configuration, only: options["app"])
         guard let store = try openStore(configuration) else { throw CommandError("no catalog storage") }
+        // Published versions of apps with "appStoreConnect" are checked against it, read now (or, when Apple cannot
+        // be read, against the copy the service keeps).
+        let log = Logger(level: .info)
+        var copies: AppleCatalogCopies?
+        if publish && documents.contains(where: { $0.0.appStoreConnect != nil }) {
+            let client: HTTPSClient
+            do {
+                client = try HTTPSClient()
+            } catch {
+                throw CommandError(error.message)
+            }
+            copies = AppleCatalogCopies(
+                store: store, clock: SystemClock(), client: client, log: log, apps: { configuration.apps })
+        }
         let editor = CatalogEditor(
-            store: store, mode: .storage,
-            audit: AuditTrail(store: store, log: Logger(level: .info), metrics: Metrics()))
+            store: store, mode: .storage, audit: AuditTrail(store: store, log: log, metrics: Metrics()),
+            publishGuard: copies.map(PublishGuard.init(copies:)))
         let message = options["message"] ?? "imported from \(path)"
         var lines: [String] = []
         for (app, document) in documents {
@@ -97,8 +112,10 @@ enum CatalogCommand {
             }
             let actor = AdminActor.commandLine(at: SystemClock.nowMilliseconds())
             if publish {
+                if let copies, app.appStoreConnect != nil { refresh(app.bundleId, copies) }
                 let version = try AdminCommand.perform {
-                    try editor.importDocument(bundleId: app.bundleId, document.json, message: message, by: actor)
+                    try editor.importDocument(
+                        bundleId: app.bundleId, document.json, message: message, force: options["force"], by: actor)
                 }
                 lines.append("\(app.bundleId): published version \(version.version)")
             } else {
@@ -191,6 +208,27 @@ enum CatalogCommand {
             Console.out(lines.joined(separator: "\n"))
         }
         return errors > 0 ? 1 : 0
+    }
+
+    /// Reads `bundleId`'s side at App Store Connect into the kept copy; when it cannot be read, says so on standard
+    /// error and leaves the copy kept (the check then says how old it is).
+    private static func refresh(_ bundleId: String, _ copies: AppleCatalogCopies) {
+        let failure = Mutex<String?>(nil)
+        let done = DispatchSemaphore(value: 0)
+        Task {
+            do throws(AppStoreConnectError) {
+                _ = try await copies.refresh(bundleId)
+            } catch {
+                failure.withLock { $0 = error.message }
+            }
+            done.signal()
+        }
+        done.wait()
+        if let message = failure.withLock({ $0 }) {
+            let kept = copies.copy(of: bundleId).map { "the copy read \(ISO8601.format($0.fetchedAt))" }
+            Console.err(
+                "\(bundleId): App Store Connect could not be read (\(message)); checking against \(kept ?? "no copy")")
+        }
     }
 
     /// `bundleId`'s side at App Store Connect, read now.

@@ -42,7 +42,8 @@ enum Help {
 
     static let catalog = """
         Usage: offer-signer catalog export --config FILE [--app BUNDLE [--version N]]
-               offer-signer catalog import --config FILE --file JSON [--app BUNDLE] [--publish [--message TEXT]]
+               offer-signer catalog import --config FILE --file JSON [--app BUNDLE] [--publish [--message TEXT]
+                   [--force REASON]]
                offer-signer catalog check --config FILE --app-store-connect [--app BUNDLE] [--file JSON]
                    [--format text|json]
 
@@ -56,7 +57,10 @@ enum Help {
         path) and needs "catalog": "storage". Without --publish each app's document becomes its draft, for
         review in the console; with --publish it is published at once as the app's next version, with
         --message (default "imported from FILE"), unless it equals the live version (then nothing changes,
-        so CI may run it on every commit). Every change is in the audit log, by "cli".
+        so CI may run it on every commit). Every change is in the audit log, by "cli". An app with
+        "appStoreConnect" is checked first against App Store Connect, read now (or the copy the service
+        keeps, when Apple cannot be read): errors refuse the publish, listed, unless --force gives a reason,
+        which the audit log keeps.
         Safe while the service runs: replicas serve a published version within seconds.
         `check --app-store-connect` reads each app's subscriptions and their promotional, introductory and
         win-back offers from the App Store Connect API, with the "appStoreConnect" key of the app (or the

@@ -119,9 +119,19 @@ enum ServeCommand {
         }
         // The running parts, started in this order and stopped in reverse (also when a later one fails to start):
         // the catalog's watcher, the public listener, the admin listener (its own server, router and port, never the
-        // public one's), the retention's purge (a pass now, then every hour).
+        // public one's), the copies of App Store Connect (read now, then every hour), the retention's purge (a pass
+        // now, then every hour).
         let server = HTTPServer(limits: limits, handler: service.handle)
-        let admin = adminStore.flatMap { adminListener(settings, store: $0, service: service) }
+        // Each app's side at App Store Connect, kept in the admin store, read at start and every hour: what a
+        // publish is checked against.
+        let appleCopies = adminStore.map { store in
+            AppleCatalogCopies(
+                store: store, clock: service.clock, client: appStoreClient, log: log,
+                apps: { [service] in service.snapshot.catalog.apps.values.map(\.definition) })
+        }
+        let admin = adminStore.flatMap {
+            adminListener(settings, store: $0, service: service, appleCopies: appleCopies)
+        }
         let purger = ledger.map {
             LedgerPurger(ledger: $0, retentionDays: settings.ledgerRetentionDays, clock: service.clock, log: log)
         }
@@ -141,6 +151,7 @@ enum ServeCommand {
                 }, stop: { server.stop(graceSeconds: 10) }),
         ]
         if let admin { services.append(admin.service) }
+        if let appleCopies { services.append(ServiceSteps(start: { appleCopies.start() }, stop: appleCopies.stop)) }
         if let purger { services.append(ServiceSteps(start: { purger.start() }, stop: purger.stop)) }
         let group = ServiceGroup(services)
         try group.start()
@@ -176,10 +187,11 @@ enum ServeCommand {
     /// The admin listener when the configuration has `admin`: an `AdminService` over `service` on a server of its
     /// own, and the service that starts it on its port (and tells its authority that port) and stops it.
     static func adminListener(
-        _ settings: Settings, store: any AdminStore, service: OfferService
+        _ settings: Settings, store: any AdminStore, service: OfferService, appleCopies: AppleCatalogCopies?
     ) -> (server: HTTPServer, service: any Service)? {
         guard let admin = settings.admin else { return nil }
-        let adminService = AdminService(store: store, service: service, settings: admin, catalog: settings.catalog)
+        let adminService = AdminService(
+            store: store, service: service, settings: admin, catalog: settings.catalog, appleCopies: appleCopies)
         let server = HTTPServer(limits: AdminService.listenerLimits, handler: adminService.handle)
         let steps = ServiceSteps(
             start: {

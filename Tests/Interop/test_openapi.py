@@ -788,6 +788,8 @@ ADMIN_OPERATIONS = {
     ("GET", CATALOG + "/diff"),
     ("POST", CATALOG + "/publish"),
     ("POST", CATALOG + "/rollback"),
+    ("GET", "/admin/v1/apps/{bundleId}/app-store-connect"),
+    ("POST", "/admin/v1/apps/{bundleId}/app-store-connect/refresh"),
     ("GET", "/admin/v1/audit"),
     ("GET", "/admin/v1/audit/verify"),
     ("GET", "/admin/v1/apps"),

@@ -32,7 +32,8 @@ extension AppleCatalog.Subscription {
             "promotionalOffers": .array(
                 promotionalOffers.map { offer in
                     JSONFields.object([
-                        ("id", .string(offer.id)), ("offerCode", .string(offer.offerCode)), ("name", .string(offer.name)),
+                        ("id", .string(offer.id)), ("offerCode", .string(offer.offerCode)),
+                        ("name", .string(offer.name)),
                         ("duration", .string(offer.duration)), ("offerMode", .string(offer.offerMode)),
                         ("numberOfPeriods", offer.numberOfPeriods.map { .int(Int64($0)) }),
                     ])
@@ -52,7 +53,8 @@ extension AppleCatalog.Subscription {
                     JSONFields.object([
                         ("id", .string(offer.id)), ("offerId", .string(offer.offerId)),
                         ("referenceName", .string(offer.referenceName)), ("duration", .string(offer.duration)),
-                        ("offerMode", .string(offer.offerMode)), ("periodCount", offer.periodCount.map { .int(Int64($0)) }),
+                        ("offerMode", .string(offer.offerMode)),
+                        ("periodCount", offer.periodCount.map { .int(Int64($0)) }),
                         ("paidMonths", offer.paidMonths.map { .int(Int64($0)) }),
                         (
                             "monthsSinceLastSubscribed",

@@ -3,7 +3,7 @@ import OfferAPI
 /// How the service reads an app's side at Apple, the App Store Connect API: `appStoreConnect` in the configuration,
 /// per app or shared at the top level (an app's own wins). Its key is a team API key (Users and Access >
 /// Integrations > App Store Connect API), not an In-App Purchase key, and it only reads.
-public struct AppStoreConnectSettings: Sendable, Equatable {
+public struct AppStoreConnectSettings: Sendable, Hashable {
     /// The API key's ID, the JWT's `kid`.
     public var keyId: String
     /// The team's issuer ID (a UUID), the JWT's `iss`.

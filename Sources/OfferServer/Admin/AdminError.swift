@@ -14,6 +14,9 @@ public struct AdminError: Error, Sendable, Equatable, CustomStringConvertible {
     public var errors: [ConfigError]
     /// Headers of the answer (`WWW-Authenticate` for `unauthorized`).
     public var headers: [HTTPHeader]
+    /// For `catalog_check_failed`: what the check against App Store Connect found, and when the copy was read.
+    public var findings: [CatalogFinding] = []
+    public var appleReadAt: Int64?
 
     public init(
         _ code: ErrorCode, _ message: String, current: Int64? = nil, errors: [ConfigError] = [],
@@ -90,6 +93,11 @@ public struct AdminError: Error, Sendable, Equatable, CustomStringConvertible {
         writer.member("message", message)
         if let current { writer.member("current", current) }
         if code == .invalidCatalog { Self.write(errors, to: &writer) }
+        if code == .catalogCheckFailed {
+            if let appleReadAt { writer.member("appleReadAt", appleReadAt) }
+            writer.key("findings")
+            writer.value(.array(findings.map(\.json)))
+        }
         writer.endObject()
         writer.endObject()
         return writer.bytes

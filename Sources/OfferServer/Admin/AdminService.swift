@@ -22,23 +22,26 @@ public final class AdminService: Sendable {
 
     /// The routes every admin listener has; a feature adds its own here (or passes them to `init`).
     public static let standardRoutes: [any AdminRouteSet] = [
-        AdminHealthRoutes(), SessionRoutes(), TokenRoutes(), CatalogRoutes(), AuditRoutes(), ViewRoutes(),
-        ConsoleRoutes(),
+        AdminHealthRoutes(), SessionRoutes(), TokenRoutes(), CatalogRoutes(), AppStoreConnectRoutes(), AuditRoutes(),
+        ViewRoutes(), ConsoleRoutes(),
     ]
 
     /// `catalog`: where the apps' offers come from (the editing routes answer `catalog_is_file` for `.file`).
+    /// `appleCopies`: the kept copies of App Store Connect that publishing is checked against (`PublishGuard`).
     /// `routes`: the route sets served; `extraRoutes`: routes of another kind (in any group with middleware here:
     /// `.admin(role)`, or `.operations` for answers that need neither authentication nor an access log line).
     public init(
         store: any AdminStore, service: OfferService, settings: Settings.Admin, catalog: Settings.CatalogMode,
-        routes: [any AdminRouteSet] = AdminService.standardRoutes, extraRoutes: [Route] = []
+        appleCopies: AppleCatalogCopies? = nil, routes: [any AdminRouteSet] = AdminService.standardRoutes,
+        extraRoutes: [Route] = []
     ) {
         self.store = store
         self.service = service
         self.settings = settings
         let audit = AuditTrail(store: store, log: service.log, metrics: service.metrics)
         self.audit = audit
-        editor = CatalogEditor(store: store, mode: catalog, audit: audit)
+        editor = CatalogEditor(
+            store: store, mode: catalog, audit: audit, publishGuard: appleCopies.map(PublishGuard.init(copies:)))
         let tokens = AdminTokens(store: store, audit: audit)
         self.tokens = tokens
         let authority = AdminAuthority(settings: settings)

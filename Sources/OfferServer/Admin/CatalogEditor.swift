@@ -15,11 +15,16 @@ public struct CatalogEditor: Sendable {
     public let store: any AdminStore
     public let mode: Settings.CatalogMode
     public let audit: AuditTrail
+    /// Checks what is published against App Store Connect, for apps with `appStoreConnect`; `nil`: nothing checked.
+    public let publishGuard: PublishGuard?
 
-    public init(store: any AdminStore, mode: Settings.CatalogMode, audit: AuditTrail) {
+    public init(
+        store: any AdminStore, mode: Settings.CatalogMode, audit: AuditTrail, publishGuard: PublishGuard? = nil
+    ) {
         self.store = store
         self.mode = mode
         self.audit = audit
+        self.publishGuard = publishGuard
     }
 
     /// The longest publish or roll back message, in characters.
@@ -133,8 +138,11 @@ public struct CatalogEditor: Sendable {
     /// Publishes the app's draft, if its revision is still `draftRevision`, as the next version; the draft goes.
     /// Validated again first. Refused with 409 when a version was published after the one the draft is based on
     /// (a roll back, an import): publishing it would undo that version unseen.
+    ///
+    /// With a `publishGuard`, the document is checked against App Store Connect first (`PublishGuard.check`):
+    /// `force`, a reason, publishes despite errors, and the audit entry keeps it with what was found.
     public func publish(
-        bundleId: String, message: String, draftRevision: Int64, by actor: AdminActor
+        bundleId: String, message: String, draftRevision: Int64, force: String? = nil, by actor: AdminActor
     ) throws -> CatalogVersion.Summary {
         try checkWritable()
         try Self.check(message: message)
@@ -155,12 +163,15 @@ public struct CatalogEditor: Sendable {
                     + (draft.basedOn > 0 ? "version \(draft.basedOn)" : "the configuration file")
                     + ": look at the diff against live and save the draft again to base it on version \(latest)")
         }
+        let checked = try publishGuard?.check(bundleId: bundleId, document: parsed, force: force, now: actor.at)
         let record = actor.record(
             "catalog.publish", subject: bundleId, before: live.map(Self.describe),
-            after: .object([
-                "version": .int(latest + 1), "message": .string(message), "draftRevision": .int(draft.revision),
-                "document": Self.json(parsed.json),
-            ]))
+            after: Self.with(
+                checked,
+                [
+                    "version": .int(latest + 1), "message": .string(message), "draftRevision": .int(draft.revision),
+                    "document": Self.json(parsed.json),
+                ]))
         let published = try StoreCall.change(conflict: Self.newerVersion) {
             try store.publish(
                 bundleId: bundleId, document: parsed.json, message: message, author: actor.name,
@@ -173,7 +184,7 @@ public struct CatalogEditor: Sendable {
     /// Publishes version `version`'s document again as the next version, if the live one is still `live`. The
     /// draft stays (a publish of it then asks for a save first).
     public func rollback(
-        bundleId: String, to version: Int64, live: Int64, message: String, by actor: AdminActor
+        bundleId: String, to version: Int64, live: Int64, message: String, force: String? = nil, by actor: AdminActor
     ) throws -> CatalogVersion.Summary {
         try checkWritable()
         try Self.check(message: message)
@@ -190,12 +201,15 @@ public struct CatalogEditor: Sendable {
             throw OfferError.invalidRequest("version \(version) is the live version already", field: "version")
         }
         let parsed = try Self.parse(target.document)
+        let checked = try publishGuard?.check(bundleId: bundleId, document: parsed, force: force, now: actor.at)
         let record = actor.record(
             "catalog.rollback", subject: bundleId, before: current.map(Self.describe),
-            after: .object([
-                "version": .int(latest + 1), "message": .string(message), "rolledBackTo": .int(version),
-                "document": Self.json(parsed.json),
-            ]))
+            after: Self.with(
+                checked,
+                [
+                    "version": .int(latest + 1), "message": .string(message), "rolledBackTo": .int(version),
+                    "document": Self.json(parsed.json),
+                ]))
         let published = try StoreCall.change(conflict: Self.newerVersion) {
             try store.publish(
                 bundleId: bundleId, document: parsed.json, message: message, author: actor.name,
@@ -209,7 +223,8 @@ public struct CatalogEditor: Sendable {
     /// configuration file, or a file brought in by `offer-signer catalog import`. With `expectedLatest`, refused
     /// with 409 unless the newest version is still that one (0: none).
     public func importDocument(
-        bundleId: String, _ document: [UInt8], message: String, expectedLatest: Int64? = nil, by actor: AdminActor
+        bundleId: String, _ document: [UInt8], message: String, expectedLatest: Int64? = nil, force: String? = nil,
+        by actor: AdminActor
     ) throws -> CatalogVersion.Summary {
         try checkWritable()
         try Self.check(message: message)
@@ -224,11 +239,12 @@ public struct CatalogEditor: Sendable {
         }
         let latest = current?.version ?? 0
         if let expectedLatest, expectedLatest != latest { throw Self.newerVersion(current: latest) }
+        let checked = try publishGuard?.check(bundleId: bundleId, document: parsed, force: force, now: actor.at)
         let record = actor.record(
             "catalog.import", subject: bundleId, before: current.map(Self.describe),
-            after: .object([
-                "version": .int(latest + 1), "message": .string(message), "document": Self.json(parsed.json),
-            ]))
+            after: Self.with(
+                checked,
+                ["version": .int(latest + 1), "message": .string(message), "document": Self.json(parsed.json)]))
         let published = try StoreCall.change(conflict: Self.newerVersion) {
             try store.publish(
                 bundleId: bundleId, document: parsed.json, message: message, author: actor.name,
@@ -303,6 +319,13 @@ public struct CatalogEditor: Sendable {
     }
 
     /// Stored JSON as a value (a document that no longer parses, after tampering, shows as its text).
+    /// An audit entry's `after`, with the check against App Store Connect when there was one.
+    static func with(_ checked: JSONValue?, _ members: [String: JSONValue]) -> JSONValue {
+        var members = members
+        if let checked { members["appStoreConnect"] = checked }
+        return .object(members)
+    }
+
     static func json(_ bytes: [UInt8]) -> JSONValue {
         (try? JSONParser.parse(bytes)) ?? .string(String(decoding: bytes, as: UTF8.self))
     }

@@ -75,19 +75,20 @@ struct CatalogRoutes: AdminRouteSet {
             },
             .admin("POST", Self.base + "/publish", role: .publisher) { request, context in
                 let app = try AdminJSON.app(context)
-                let (_, reader) = try AdminJSON.body(request, allowed: ["message", "draftRevision"])
+                let (_, reader) = try AdminJSON.body(request, allowed: ["message", "draftRevision", "force"])
                 let published = try editor.publish(
                     bundleId: app.bundleId, message: try reader.string("message"),
-                    draftRevision: try reader.int64("draftRevision"),
+                    draftRevision: try reader.int64("draftRevision"), force: try reader.optionalString("force"),
                     by: AdminActor(try AdminJSON.caller(context), context))
                 return AdminJSON.response(Self.describe(published), status: 201)
             },
             .admin("POST", Self.base + "/rollback", role: .publisher) { request, context in
                 let app = try AdminJSON.app(context)
-                let (_, reader) = try AdminJSON.body(request, allowed: ["version", "message", "live"])
+                let (_, reader) = try AdminJSON.body(request, allowed: ["version", "message", "live", "force"])
                 let published = try editor.rollback(
                     bundleId: app.bundleId, to: try reader.int64("version"), live: try reader.int64("live"),
-                    message: try reader.string("message"), by: AdminActor(try AdminJSON.caller(context), context))
+                    message: try reader.string("message"), force: try reader.optionalString("force"),
+                    by: AdminActor(try AdminJSON.caller(context), context))
                 return AdminJSON.response(Self.describe(published), status: 201)
             },
         ]

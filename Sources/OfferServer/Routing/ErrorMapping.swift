@@ -17,7 +17,8 @@ public enum ErrorMapping {
         // The admin API.
         .unauthorized: 401, .sessionExpired: 401, .forbidden: 403, .csrfRejected: 403, .preconditionRequired: 428,
         .versionConflict: 409, .invalidCatalog: 422, .catalogIsFile: 409, .unknownVersion: 404, .unknownToken: 404,
-        .tokenNameTaken: 409, .misdirectedRequest: 421, .tooManyFailedAttempts: 429,
+        .tokenNameTaken: 409, .misdirectedRequest: 421, .tooManyFailedAttempts: 429, .catalogCheckFailed: 422,
+        .appStoreConnectUnavailable: 503,
     ]
 
     /// The HTTP status of an error code (500 when unmapped).

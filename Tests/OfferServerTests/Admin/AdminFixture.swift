@@ -1,4 +1,5 @@
 import OfferAPI
+import OfferAppStore
 import OfferCore
 import OfferServer
 import OfferStore
@@ -30,11 +31,14 @@ struct AdminFixture {
     let admin: AdminService
     let store: any AdminStore
     let log: LogLines
+    /// The kept copies of App Store Connect, when the app has `appStoreConnect`.
+    let appleCopies: AppleCatalogCopies?
     private let client: TestClient
 
+    /// `appStoreConnect`: the app's member of that name, as JSON text.
     init(
         catalog: Settings.CatalogMode = .storage, allowRemote: Bool = false, sessionMinutes: Int = 60,
-        publicOrigin: String? = nil, store: (any AdminStore)? = nil
+        publicOrigin: String? = nil, store: (any AdminStore)? = nil, appStoreConnect: String? = nil
     ) throws {
         var listener: [String: JSONValue] = [
             "listen": .object(["port": .int(8081)]), "allowRemote": .bool(allowRemote),
@@ -44,7 +48,8 @@ struct AdminFixture {
             listener["publicOrigin"] = .string(origin)
         }
         deployment = try TestDeployment(
-            apps: #"[{"bundleId": "\#(Self.bundleId)", "offers": \#(Self.offers)}]"#,
+            apps:
+                #"[{"bundleId": "\#(Self.bundleId)", "offers": \#(Self.offers)\#(appStoreConnect.map { ", \"appStoreConnect\": \($0)" } ?? "")}]"#,
             settings: [
                 "catalog": .string(catalog.rawValue),
                 "admin": .object(listener),
@@ -56,9 +61,16 @@ struct AdminFixture {
             publicClient = try deployment.client(log: Logger(level: .info, writer: log.append))
             let store = store ?? SQLAdminStore.inMemory()
             self.store = store
+            let service = publicClient.service
+            appleCopies =
+                appStoreConnect == nil
+                ? nil
+                : AppleCatalogCopies(
+                    store: store, clock: service.clock, client: try HTTPSClient(), log: Logger(level: .error),
+                    apps: { service.snapshot.catalog.apps.values.map(\.definition) })
             admin = AdminService(
-                store: store, service: publicClient.service, settings: try #require(configuration.settings.admin),
-                catalog: configuration.settings.catalog)
+                store: store, service: service, settings: try #require(configuration.settings.admin),
+                catalog: configuration.settings.catalog, appleCopies: appleCopies)
             client = TestClient(
                 service: publicClient.service, clock: publicClient.clock, nonces: publicClient.nonces,
                 timeout: publicClient.timeout, clientAddress: publicClient.clientAddress, handler: admin.handle)

@@ -1,0 +1,66 @@
+import OfferAPI
+import OfferAppStore
+import OfferCore
+import OfferStore
+
+/// An app's catalog against App Store Connect: the kept copy of Apple's side and what the live version and the draft
+/// disagree with (viewer), and reading Apple's side again now (publisher). 404 `unknown_app` for an app not served;
+/// for an app without `appStoreConnect`, `configured` is false and nothing else is said.
+struct AppStoreConnectRoutes: AdminRouteSet {
+    static let base = "/admin/v1/apps/{bundleId}/app-store-connect"
+
+    func routes(_ admin: AdminService) -> [Route] {
+        let editor = admin.editor
+        return [
+            .admin("GET", Self.base, role: .viewer) { _, context in
+                let app = try AdminJSON.app(context)
+                return AdminJSON.response(
+                    try Self.report(app, apple: editor.publishGuard?.copies.copy(of: app.bundleId), editor: editor))
+            },
+            Route(
+                "POST", Self.base + "/refresh", group: .admin(.publisher),
+                handler: .async { _, context in
+                    let app = try AdminJSON.app(context)
+                    guard let copies = editor.publishGuard?.copies, app.appStoreConnect != nil else {
+                        throw AdminError(
+                            .appStoreConnectUnavailable,
+                            "\(app.bundleId) has no \"appStoreConnect\" in the configuration")
+                    }
+                    let apple: AppleCatalog
+                    do throws(AppStoreConnectError) {
+                        apple = try await copies.refresh(app.bundleId)
+                    } catch {
+                        let kept = copies.copy(of: app.bundleId).map {
+                            "; the copy kept was read \(ISO8601.format($0.fetchedAt))"
+                        }
+                        throw AdminError(.appStoreConnectUnavailable, error.message + (kept ?? "; no copy is kept"))
+                    }
+                    return AdminJSON.response(try Self.report(app, apple: apple, editor: editor))
+                }),
+        ]
+    }
+
+    /// `{"configured", "readAt", "subscriptions", "live": {"version", "findings"}, "draft": {"revision",
+    /// "findings"} | null}`: the findings of each against `apple`, the copy.
+    static func report(_ app: AppDefinition, apple: AppleCatalog?, editor: CatalogEditor) throws -> JSONValue {
+        guard app.appStoreConnect != nil else { return .object(["configured": .bool(false)]) }
+        guard let apple else {
+            return .object(["configured": .bool(true), "readAt": .null, "live": .null, "draft": .null])
+        }
+        let live = try editor.live(of: app)
+        let draft = try editor.draft(of: app)
+        func findings(_ document: [UInt8]) throws -> JSONValue {
+            let offers = try CatalogEditor.parse(document).offers
+            return .array(CatalogCheck.findings(offers: offers, apple: apple, appPath: "$").map(\.json))
+        }
+        return .object([
+            "configured": .bool(true), "readAt": .int(apple.fetchedAt),
+            "subscriptions": .int(Int64(apple.subscriptions.count)),
+            "live": .object([
+                "version": live.version.map(JSONValue.int) ?? .null, "findings": try findings(live.document),
+            ]),
+            "draft": draft.updatedAt == nil
+                ? .null : .object(["revision": .int(draft.revision), "findings": try findings(draft.document)]),
+        ])
+    }
+}

@@ -1,0 +1,161 @@
+import Foundation
+import OfferAPI
+import OfferCore
+import OfferCrypto
+import OfferServer
+import OfferStore
+import OfferTesting
+import Testing
+
+/// Issue 21, item 3: with `appStoreConnect`, publishing is checked against the kept copy of Apple's side; errors
+/// refuse it unless forced with a reason, which the audit chain records; the copy is read on demand, and when
+/// Apple cannot be read the kept one serves and says how old it is.
+@Suite("Admin API: publishing is checked against App Store Connect")
+struct PublishGuardTests {
+    static let issuerId = "69a6de70-03db-47e3-e053-5b8c7c11a4d1"
+    static let keyId = "ASCKEY0001"
+    static let connect = "/admin/v1/apps/\(AdminFixture.bundleId)/app-store-connect"
+
+    /// The fake App Store Connect (in process, on the fixture's clock) with the fixture's app, whose subscription
+    /// has the file's two offers, and the fixture with `appStoreConnect` pointing at it.
+    final class World: @unchecked Sendable {
+        // @unchecked Sendable: immutable after init; each part is safe to share.
+        let folder: URL
+        let fake: FakeAppStoreConnect
+        let fixture: AdminFixture
+        let publisher: [String: String]
+        let editor: [String: String]
+
+        init() throws {
+            folder = FileManager.default.temporaryDirectory.appendingPathComponent("offer-guard-\(UUID().uuidString)")
+            try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+            let key = try SigningKey.generate()
+            let keyPath = folder.appendingPathComponent("AuthKey.p8").path
+            try PrivateKeyFile.writeNew(path: keyPath, contents: try key.pkcs8PEM())
+            let statePath = folder.appendingPathComponent("state.json").path
+            try Data(Self.state.utf8).write(to: URL(fileURLWithPath: statePath))
+            let clock = TestClock()
+            fake = FakeAppStoreConnect(
+                options: FakeAppStoreConnect.Options(statePath: statePath, publicKey: try key.publicKey),
+                clock: clock.read)
+            let port = try fake.start()
+            fixture = try AdminFixture(
+                appStoreConnect:
+                    #"{"keyId": "\#(PublishGuardTests.keyId)", "issuerId": "\#(PublishGuardTests.issuerId)", "privateKeyFile": "\#(keyPath)", "baseURL": "http://127.0.0.1:\#(port)"}"#
+            )
+            publisher = AdminFixture.bearer(try fixture.token(.publisher, name: "pat"))
+            editor = AdminFixture.bearer(try fixture.token(.editor, name: "eddie"))
+        }
+
+        deinit {
+            fake.stop()
+            fixture.remove()
+            try? FileManager.default.removeItem(at: folder)
+        }
+
+        static let state = """
+            {"issuerId": "\(PublishGuardTests.issuerId)", "keyId": "\(PublishGuardTests.keyId)",
+             "apps": [{"id": "100", "bundleId": "\(AdminFixture.bundleId)", "groups": [{"id": "g1", "subscriptions": [
+               {"id": "s1", "productId": "\(AdminFixture.productId)", "state": "APPROVED",
+                "promotionalOffers": [{"id": "p1", "offerCode": "lapsed"}, {"id": "p2", "offerCode": "once"}]}]}]}]}
+            """
+
+        func stopApple() { fake.stop() }
+
+        /// Saves `document` as the draft (at revision `revision`).
+        func save(_ document: JSONValue, revision: Int64) throws {
+            let saved = try CatalogEditingTests.save(fixture, document, revision: revision, as: editor)
+            try #require(saved.status == 200, "\(saved)")
+        }
+
+        func publish(revision: Int64, force: String? = nil) throws -> TestResponse {
+            var body: [String: JSONValue] = ["message": .string("ship it"), "draftRevision": .int(revision)]
+            if let force { body["force"] = .string(force) }
+            return try fixture.send(
+                "POST", AdminFixture.catalog("/publish"), json: .object(body), headers: publisher)
+        }
+    }
+
+    @Test("with no copy kept yet, publishing is refused with 503 unless forced; a refresh reads Apple's side")
+    func noCopyYet() throws {
+        let world = try World()
+        try world.save(try CatalogEditingTests.withOffer("summer"), revision: 0)
+        let refused = try world.publish(revision: 1)
+        #expect(refused.status == 503)
+        #expect(refused.errorCode == .appStoreConnectUnavailable)
+        let report = try world.fixture.send("GET", Self.connect, headers: world.editor)
+        #expect(report.status == 200)
+        #expect(report.json?["configured"] == .bool(true))
+        #expect(report.json?["readAt"] == .null)
+        let refreshed = try world.fixture.send("POST", Self.connect + "/refresh", headers: world.publisher)
+        #expect(refreshed.status == 200, "\(refreshed)")
+        #expect(refreshed.json?["readAt"] == .int(world.fixture.clock.now))
+        #expect(refreshed.json?["subscriptions"] == .int(1))
+        // The live version (the file's) agrees; the draft's new offer is missing at Apple.
+        #expect(refreshed.json?["live"]?["findings"] == .array([]))
+        let draftFindings = refreshed.json?["draft"]?["findings"]?.arrayValue ?? []
+        #expect(draftFindings.map { $0["code"]?.stringValue } == ["offer_missing"])
+        #expect(draftFindings.first?["path"] == .string("$.offers[2].id"))
+        // An editor may not make the service call Apple.
+        #expect(try world.fixture.send("POST", Self.connect + "/refresh", headers: world.editor).status == 403)
+    }
+
+    @Test("errors refuse the publish with the findings; force with a reason publishes, and the audit keeps why")
+    func refusedThenForced() throws {
+        let world = try World()
+        #expect(try world.fixture.send("POST", Self.connect + "/refresh", headers: world.publisher).status == 200)
+        try world.save(try CatalogEditingTests.withOffer("summer"), revision: 0)
+        let refused = try world.publish(revision: 1)
+        #expect(refused.status == 422)
+        #expect(refused.errorCode == .catalogCheckFailed)
+        let error = refused.json?["error"]
+        #expect(error?["appleReadAt"] == .int(world.fixture.clock.now))
+        #expect(
+            error?["findings"]
+                == .array([
+                    .object([
+                        "severity": .string("error"), "code": .string("offer_missing"),
+                        "path": .string("$.offers[2].id"),
+                        "appleId": .string("summer"),
+                        "message": .string(
+                            "App Store Connect has no promotional offer \"summer\" for any subscription of "
+                                + "\(AdminFixture.bundleId): StoreKit refuses it (a typo, or removed at Apple?)"),
+                    ])
+                ]))
+        let entries = try world.fixture.auditEntries().count
+        let blank = try world.publish(revision: 1, force: "")
+        #expect(blank.status == 400)
+        let forced = try world.publish(revision: 1, force: "the offer goes live at Apple at noon")
+        #expect(forced.status == 201, "\(forced)")
+        let entry = try #require(try world.fixture.auditEntries().last)
+        #expect(try world.fixture.auditEntries().count == entries + 1)
+        #expect(entry.record.action == "catalog.publish")
+        let after = try JSONParser.parse(Array((entry.record.after ?? "").utf8))
+        #expect(after["appStoreConnect"]?["force"] == .string("the offer goes live at Apple at noon"))
+        #expect(after["appStoreConnect"]?["findings"]?.arrayValue?.count == 1)
+        #expect(after["appStoreConnect"]?["readAt"] == .int(world.fixture.clock.now))
+    }
+
+    @Test("a catalog that agrees publishes unforced, its check recorded; when Apple is down the kept copy serves")
+    func agreesAndAppleDown() throws {
+        let world = try World()
+        #expect(try world.fixture.send("POST", Self.connect + "/refresh", headers: world.publisher).status == 200)
+        let readAt = world.fixture.clock.now
+        world.stopApple()
+        world.fixture.clock.advance(seconds: 3 * 3600)
+        let down = try world.fixture.send("POST", Self.connect + "/refresh", headers: world.publisher)
+        #expect(down.status == 503)
+        #expect(down.errorMessage?.hasSuffix("; the copy kept was read \(ISO8601.format(readAt))") == true)
+        try world.save(try AdminFixture.document { $0.removeLast() }, revision: 0)
+        let published = try world.publish(revision: 1)
+        #expect(published.status == 201, "\(published)")
+        let after = try JSONParser.parse(Array((try world.fixture.auditEntries().last?.record.after ?? "").utf8))
+        #expect(after["appStoreConnect"]?["checked"] == .bool(true))
+        #expect(after["appStoreConnect"]?["readAt"] == .int(readAt))
+        #expect(after["appStoreConnect"]?["force"] == nil)
+        // A refusal says how old the copy it checked against is.
+        try world.save(try CatalogEditingTests.withOffer("autumn"), revision: 0)
+        let refused = try world.publish(revision: 1)
+        #expect(refused.errorMessage?.hasPrefix("App Store Connect (as read 3 h ago, ") == true)
+    }
+}
