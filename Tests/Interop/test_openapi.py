@@ -790,6 +790,7 @@ ADMIN_OPERATIONS = {
     ("POST", CATALOG + "/rollback"),
     ("GET", "/admin/v1/apps/{bundleId}/app-store-connect"),
     ("POST", "/admin/v1/apps/{bundleId}/app-store-connect/refresh"),
+    ("POST", "/admin/v1/apps/{bundleId}/app-store-connect/import"),
     ("GET", "/admin/v1/audit"),
     ("GET", "/admin/v1/audit/verify"),
     ("GET", "/admin/v1/apps"),

@@ -4,8 +4,9 @@ import OfferCore
 import OfferStore
 
 /// An app's catalog against App Store Connect: the kept copy of Apple's side and what the live version and the draft
-/// disagree with (viewer), and reading Apple's side again now (publisher). 404 `unknown_app` for an app not served;
-/// for an app without `appStoreConnect`, `configured` is false and nothing else is said.
+/// disagree with (viewer), reading Apple's side again now (publisher), and Apple's promotional offers made draft
+/// offers (editor: a preview with its diff, or saved into the draft with `If-Match`). 404 `unknown_app` for an app
+/// not served; for an app without `appStoreConnect`, `configured` is false and nothing else is said.
 struct AppStoreConnectRoutes: AdminRouteSet {
     static let base = "/admin/v1/apps/{bundleId}/app-store-connect"
 
@@ -37,6 +38,44 @@ struct AppStoreConnectRoutes: AdminRouteSet {
                     }
                     return AdminJSON.response(try Self.report(app, apple: apple, editor: editor))
                 }),
+            .admin("POST", Self.base + "/import", role: .editor) { request, context in
+                let app = try AdminJSON.app(context)
+                let (value, reader) = try AdminJSON.body(request, allowed: ["eligibility", "offerCodes", "save"])
+                let save = value["save"] == .bool(true)
+                let revision = save ? try AdminJSON.ifMatch(request) : nil
+                if save { try editor.checkWritable() }
+                guard let eligibility = value["eligibility"] else {
+                    throw OfferError.invalidRequest(
+                        "eligibility is required: the rule the imported offers start with ({\"always\": true} for "
+                            + "everyone)", field: "eligibility")
+                }
+                guard let apple = editor.publishGuard?.copies.copy(of: app.bundleId), app.appStoreConnect != nil else {
+                    throw AdminError(
+                        .appStoreConnectUnavailable,
+                        "\(app.bundleId) has no copy of App Store Connect to import from: read it first "
+                            + "(POST /admin/v1/apps/\(app.bundleId)/app-store-connect/refresh)")
+                }
+                let imported = try editor.appleImport(
+                    of: app, apple: apple, eligibility: eligibility,
+                    offerCodes: try reader.optionalStrings("offerCodes"))
+                var body: [String: JSONValue] = [
+                    "readAt": .int(apple.fetchedAt), "added": .array(imported.added),
+                    "skipped": .array(
+                        imported.skipped.map {
+                            .object(["offerCode": .string($0.offerCode), "reason": .string($0.reason)])
+                        }),
+                    "diff": imported.diff.json, "draft": .null,
+                ]
+                var headers: [HTTPHeader] = []
+                if let revision, !imported.added.isEmpty {
+                    let draft = try editor.saveDraft(
+                        of: app, imported.document, expectedRevision: revision,
+                        by: AdminActor(try AdminJSON.caller(context), context))
+                    body["draft"] = CatalogRoutes.describe(draft)
+                    headers.append(AdminJSON.etag(draft.revision))
+                }
+                return AdminJSON.response(.object(body), headers: headers)
+            },
         ]
     }
 

@@ -66,6 +66,9 @@ struct AdminRoleTests {
             body: .object(["version": .int(1), "message": .string("m"), "live": .int(0)]), role: .publisher),
         RouteCase("GET", "/admin/v1/apps/{bundleId}/app-store-connect", role: .viewer),
         RouteCase("POST", "/admin/v1/apps/{bundleId}/app-store-connect/refresh", role: .publisher),
+        RouteCase(
+            "POST", "/admin/v1/apps/{bundleId}/app-store-connect/import",
+            body: .object(["eligibility": .object(["always": .bool(true)])]), role: .editor),
         RouteCase("GET", "/admin/v1/audit", role: .viewer),
         RouteCase("GET", "/admin/v1/audit/verify", role: .viewer),
         RouteCase("GET", "/admin/v1/apps", role: .viewer),

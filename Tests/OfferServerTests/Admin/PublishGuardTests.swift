@@ -57,7 +57,8 @@ struct PublishGuardTests {
             {"issuerId": "\(PublishGuardTests.issuerId)", "keyId": "\(PublishGuardTests.keyId)",
              "apps": [{"id": "100", "bundleId": "\(AdminFixture.bundleId)", "groups": [{"id": "g1", "subscriptions": [
                {"id": "s1", "productId": "\(AdminFixture.productId)", "state": "APPROVED",
-                "promotionalOffers": [{"id": "p1", "offerCode": "lapsed"}, {"id": "p2", "offerCode": "once"}]}]}]}]}
+                "promotionalOffers": [{"id": "p1", "offerCode": "lapsed"}, {"id": "p2", "offerCode": "once"},
+                  {"id": "p3", "offerCode": "winter"}, {"id": "p4", "offerCode": "half off"}]}]}]}]}
             """
 
         func stopApple() { fake.stop() }
@@ -91,10 +92,17 @@ struct PublishGuardTests {
         #expect(refreshed.status == 200, "\(refreshed)")
         #expect(refreshed.json?["readAt"] == .int(world.fixture.clock.now))
         #expect(refreshed.json?["subscriptions"] == .int(1))
-        // The live version (the file's) agrees; the draft's new offer is missing at Apple.
-        #expect(refreshed.json?["live"]?["findings"] == .array([]))
+        // The live version (the file's) agrees, but for Apple's two offers it does not use; the draft's new offer is
+        // missing at Apple.
+        #expect(
+            refreshed.json?["live"]?["findings"]?.arrayValue?.map { $0["code"]?.stringValue } == [
+                "apple_offer_unused", "apple_offer_unused",
+            ])
         let draftFindings = refreshed.json?["draft"]?["findings"]?.arrayValue ?? []
-        #expect(draftFindings.map { $0["code"]?.stringValue } == ["offer_missing"])
+        #expect(
+            draftFindings.map { $0["code"]?.stringValue } == [
+                "offer_missing", "apple_offer_unused", "apple_offer_unused",
+            ])
         #expect(draftFindings.first?["path"] == .string("$.offers[2].id"))
         // An editor may not make the service call Apple.
         #expect(try world.fixture.send("POST", Self.connect + "/refresh", headers: world.editor).status == 403)
@@ -110,9 +118,11 @@ struct PublishGuardTests {
         #expect(refused.errorCode == .catalogCheckFailed)
         let error = refused.json?["error"]
         #expect(error?["appleReadAt"] == .int(world.fixture.clock.now))
+        // The errors, then Apple's two offers the catalog does not use.
+        #expect(error?["findings"]?.arrayValue?.count == 3)
         #expect(
-            error?["findings"]
-                == .array([
+            error?["findings"]?.arrayValue?.first
+                == .some(
                     .object([
                         "severity": .string("error"), "code": .string("offer_missing"),
                         "path": .string("$.offers[2].id"),
@@ -121,7 +131,7 @@ struct PublishGuardTests {
                             "App Store Connect has no promotional offer \"summer\" for any subscription of "
                                 + "\(AdminFixture.bundleId): StoreKit refuses it (a typo, or removed at Apple?)"),
                     ])
-                ]))
+                ))
         let entries = try world.fixture.auditEntries().count
         let blank = try world.publish(revision: 1, force: "")
         #expect(blank.status == 400)
@@ -157,5 +167,65 @@ struct PublishGuardTests {
         try world.save(try CatalogEditingTests.withOffer("autumn"), revision: 0)
         let refused = try world.publish(revision: 1)
         #expect(refused.errorMessage?.hasPrefix("App Store Connect (as read 3 h ago, ") == true)
+    }
+
+    @Test("Apple's promotional offers become draft offers with the rule ops chose: previewed as a diff, then saved")
+    func importOffers() throws {
+        let world = try World()
+        let path = Self.connect + "/import"
+        let template: JSONValue = .object(["subscriptionStatus": .array([.string("expired")])])
+        let early = try world.fixture.send(
+            "POST", path, json: .object(["eligibility": template]), headers: world.editor)
+        #expect(early.status == 503)
+        #expect(early.errorCode == .appStoreConnectUnavailable)
+        #expect(try world.fixture.send("POST", Self.connect + "/refresh", headers: world.publisher).status == 200)
+        let preview = try world.fixture.send(
+            "POST", path, json: .object(["eligibility": template]), headers: world.editor)
+        #expect(preview.status == 200, "\(preview)")
+        let winter: JSONValue = .object([
+            "id": .string("winter"), "type": .string("promotional"),
+            "productIds": .array([.string(AdminFixture.productId)]), "eligibility": template,
+        ])
+        #expect(preview.json?["added"] == .array([winter]))
+        // The file's offers are never overwritten; a code the catalog cannot take as an ID is left out, said why.
+        #expect(
+            preview.json?["skipped"]?.arrayValue?.map { $0["offerCode"]?.stringValue } == [
+                "lapsed", "once", "half off",
+            ])
+        let changes = preview.json?["diff"]?["offers"]?.arrayValue ?? []
+        #expect(changes.filter { $0["change"] == .string("added") }.map { $0["id"]?.stringValue } == ["winter"])
+        #expect(changes.filter { $0["change"] == .string("unchanged") }.count == 2)
+        #expect(preview.json?["draft"] == .null)
+        // Nothing was saved by the preview.
+        #expect(
+            try world.fixture.send("GET", AdminFixture.catalog("/draft"), headers: world.editor).json?["revision"]
+                == .int(0))
+        // A bad rule is refused with its path.
+        let badRule = try world.fixture.send(
+            "POST", path, json: .object(["eligibility": .object(["daysSinceExpiry": .string("soon")])]),
+            headers: world.editor)
+        #expect(badRule.status == 422)
+        #expect(
+            badRule.json?["error"]?["errors"]?.arrayValue?.first?["path"]
+                == .string("$.offers[2].eligibility.daysSinceExpiry"))
+        // Saving needs If-Match; then the draft holds the file's offers and Apple's new one.
+        let unguarded = try world.fixture.send(
+            "POST", path, json: .object(["eligibility": template, "save": .bool(true)]), headers: world.editor)
+        #expect(unguarded.status == 428)
+        let saved = try world.fixture.send(
+            "POST", path, json: .object(["eligibility": template, "save": .bool(true)]),
+            headers: world.editor.merging(["If-Match": "\"0\""]) { $1 })
+        #expect(saved.status == 200, "\(saved)")
+        #expect(saved.header("ETag") == "\"1\"")
+        let offers = saved.json?["draft"]?["document"]?["offers"]?.arrayValue ?? []
+        #expect(offers.map { $0["id"]?.stringValue } == ["lapsed", "once", "winter"])
+        #expect(offers.last == winter)
+        #expect(try world.fixture.auditEntries().last?.record.action == "draft.save")
+        // An unknown code is named.
+        let unknown = try world.fixture.send(
+            "POST", path, json: .object(["eligibility": template, "offerCodes": .array([.string("spring")])]),
+            headers: world.editor)
+        #expect(unknown.status == 400)
+        #expect(unknown.errorMessage?.hasPrefix("App Store Connect has no promotional offer \"spring\" for ") == true)
     }
 }
