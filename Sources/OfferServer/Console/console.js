@@ -337,6 +337,7 @@
     ['versions', 'Versions'],
     ['simulate', 'Simulate'],
     ['charts', 'Charts'],
+    ['apple', 'App Store Connect'],
   ];
 
   const ROUTES = [
@@ -346,6 +347,7 @@
     [/^#\/apps\/([^/]+)\/versions$/, (app) => pageVersions(app)],
     [/^#\/apps\/([^/]+)\/simulate$/, (app) => pageSimulate(app)],
     [/^#\/apps\/([^/]+)\/charts$/, (app) => pageCharts(app)],
+    [/^#\/apps\/([^/]+)\/apple$/, (app) => pageApple(app)],
     [/^#\/audit$/, () => pageAudit()],
   ];
 
@@ -1071,12 +1073,160 @@
             banner('error', 'The draft changed since this page was loaded, so it was not published. Reload the page and review the changes again.');
           } else if (error.code === 'invalid_catalog') {
             banner('error', `The draft was not published: ${error.message}. Fix it in the editor.`);
+          } else if (error.code === 'catalog_check_failed' || error.code === 'app_store_connect_unavailable') {
+            banner('error', `Not published: ${error.message}`);
+            showForce(error);
           } else {
             report(error, 'Not published');
           }
         }
       });
       page.append(form);
+
+      /** What App Store Connect disagrees with, and publishing anyway with a reason the audit log keeps. */
+      function showForce(error) {
+        const old = document.getElementById('force-form');
+        if (old) old.remove();
+        const reason = h('input', { id: 'force-reason', type: 'text', maxlength: 500, required: true,
+          placeholder: 'Why this may go live anyway' });
+        const forceButton = h('button', { type: 'submit', class: 'button-primary', id: 'force-button', text: 'Publish anyway' });
+        const findings = (error.details.findings || []).filter((finding) => finding.severity === 'error');
+        const forceForm = h('form', { class: 'card publish-form', id: 'force-form', novalidate: true },
+          findings.length ? findingsTable(findings, 'force-findings') : null,
+          h('label', { for: 'force-reason', text: 'Reason to publish anyway' }), reason,
+          h('p', { class: 'help', text: 'The audit log keeps the reason with what App Store Connect disagreed with.' }),
+          h('div', { class: 'toolbar' }, forceButton));
+        forceForm.addEventListener('submit', async (event) => {
+          event.preventDefault();
+          if (!reason.value.trim()) {
+            banner('error', 'Write the reason first: the audit log keeps it.');
+            reason.focus();
+            return;
+          }
+          forceButton.disabled = true;
+          try {
+            const { data } = await api('POST', appPath('/catalog/publish'),
+              { message: message.value.trim(), draftRevision: draft.revision, force: reason.value.trim() });
+            await refreshApps();
+            renderChrome();
+            clear(list);
+            form.remove();
+            forceForm.remove();
+            summary.textContent = `Version ${data.version} is live, published from draft revision ${draft.revision}`;
+            banner('success', `Published version ${data.version} despite App Store Connect; the reason is in the audit log.`);
+          } catch (failure) {
+            forceButton.disabled = false;
+            report(failure, 'Not published');
+          }
+        });
+        page.append(forceForm);
+      }
+    };
+  }
+
+  /** Findings of the check against App Store Connect, as a table. */
+  function findingsTable(findings, id) {
+    const body = h('tbody');
+    for (const finding of findings) {
+      body.append(h('tr', { class: 'finding-row', data: { code: finding.code, severity: finding.severity } },
+        cell('Severity', null, badge(finding.severity)),
+        cell('Code', null, h('code', { text: finding.code })),
+        cell('Where', { class: 'wrap' }, h('code', { text: finding.path })),
+        cell('Apple', { class: 'wrap', text: finding.appleId || '' }),
+        cell('What', { class: 'wrap', text: finding.message })));
+    }
+    return h('div', { class: 'table-card' }, h('table', { class: 'table stack', id },
+      h('thead', null, h('tr', null, ['Severity', 'Code', 'Where', 'Apple', 'What'].map((title) => h('th', { scope: 'col', text: title })))),
+      body));
+  }
+
+  // MARK: - App Store Connect
+
+  const TEMPLATES = [
+    ['expired', 'Expired subscribers', { subscriptionStatus: ['expired'] }],
+    ['lapsed30', 'Expired 30 days or more', { all: [{ subscriptionStatus: ['expired'] }, { daysSinceExpiry: { min: 30 } }] }],
+    ['everyone', 'Everyone (no rule)', { always: true }],
+  ];
+
+  async function pageApple() {
+    const { data } = await api('GET', appPath('/app-store-connect'));
+    return (page) => {
+      if (!data.configured) {
+        page.append(heading('App Store Connect'), h('div', { class: 'card empty', id: 'apple-unconfigured',
+          text: 'This app has no "appStoreConnect" key in the configuration, so its catalog is not checked against App Store Connect.' }));
+        return;
+      }
+      const status = data.readAt === null
+        ? 'Not read yet: the service reads it at start and every hour.'
+        : `Read ${time(data.readAt).textContent || ''} · ${data.subscriptions} subscription(s)`;
+      const refresh = h('button', { type: 'button', class: 'button-small', id: 'apple-refresh', text: 'Read again now', disabled: !can('publisher') });
+      page.append(heading('App Store Connect', h('p', { class: 'muted', id: 'apple-status', text: status }), refresh));
+      refresh.addEventListener('click', async () => {
+        refresh.disabled = true;
+        try {
+          await api('POST', appPath('/app-store-connect/refresh'));
+          await render();
+          banner('success', 'App Store Connect read again.');
+        } catch (error) {
+          refresh.disabled = false;
+          report(error, 'Not read');
+        }
+      });
+      if (data.readAt === null) return;
+      for (const [side, label, id] of [['live', data.live.version ? `Live version ${data.live.version}` : 'The configuration file', 'apple-live'],
+        ['draft', data.draft ? `Draft revision ${data.draft.revision}` : null, 'apple-draft']]) {
+        if (!label) continue;
+        const findings = data[side].findings;
+        const errors = findings.filter((finding) => finding.severity === 'error').length;
+        page.append(h('section', { class: 'card', id },
+          h('div', { class: 'offer-card-head' }, h('h3', { text: label }), badge(errors ? `${errors} error(s)` : 'agrees', errors ? 'error' : 'live')),
+          findings.length ? findingsTable(findings, `${id}-findings`) : h('p', { class: 'muted', text: 'Agrees with App Store Connect.' })));
+      }
+      // Apple's promotional offers as draft offers.
+      const template = h('select', { id: 'import-template' }, TEMPLATES.map(([value, text]) => h('option', { value, text })));
+      const preview = h('button', { type: 'button', class: 'button-small', id: 'import-preview', text: 'Preview', disabled: !can('editor') || state.catalog !== 'storage' });
+      const result = h('div', { id: 'import-result' });
+      page.append(h('section', { class: 'card', id: 'apple-import' },
+        h('h3', { text: "Import Apple's promotional offers" }),
+        h('p', { class: 'help', text: 'Each promotional offer at App Store Connect that the draft does not have becomes a draft offer for its products, with the rule chosen here. Offers already in the draft are never changed.' }),
+        h('label', { for: 'import-template', text: 'Rule for the new offers' }), template,
+        h('div', { class: 'toolbar' }, preview), result));
+      const rule = () => TEMPLATES.find(([value]) => value === template.value)[2];
+      preview.addEventListener('click', async () => {
+        clearBanners();
+        clear(result);
+        try {
+          const { data: draft, headers } = await api('GET', appPath('/catalog/draft'));
+          const { data: imported } = await api('POST', appPath('/app-store-connect/import'), { eligibility: rule() });
+          for (const skipped of imported.skipped) {
+            result.append(h('p', { class: 'muted skipped', text: `${skipped.offerCode}: ${skipped.reason}` }));
+          }
+          if (!imported.added.length) {
+            result.append(h('p', { id: 'import-nothing', text: 'Nothing to import: the draft has every offer App Store Connect has.' }));
+            return;
+          }
+          for (const offer of imported.diff.offers.filter((change) => change.change === 'added')) {
+            result.append(h('section', { class: 'card diff-card diff-added', data: { offerId: offer.id } },
+              h('div', { class: 'offer-card-head' }, h('h3', { text: offer.id }), badge('added')), diffView(null, offer.after)));
+          }
+          const save = h('button', { type: 'button', class: 'button-primary', id: 'import-save', text: `Add ${imported.added.length} offer(s) to the draft` });
+          result.append(h('div', { class: 'toolbar' }, save));
+          save.addEventListener('click', async () => {
+            save.disabled = true;
+            try {
+              const etag = headers.get('ETag') || `"${draft.revision}"`;
+              const { data: saved } = await api('POST', appPath('/app-store-connect/import'), { eligibility: rule(), save: true }, { 'If-Match': etag });
+              clear(result);
+              banner('success', `Added to the draft, now revision ${saved.draft.revision}. Review it in the editor, then publish.`);
+            } catch (error) {
+              save.disabled = false;
+              report(error, 'Not added');
+            }
+          });
+        } catch (error) {
+          report(error, 'No preview');
+        }
+      });
     };
   }
 
