@@ -19,6 +19,7 @@ let package = Package(
             dependencies: [
                 "CFuzzerDriver",
                 .product(name: "OfferAPI", package: "offer-signer"),
+                .product(name: "OfferAppStore", package: "offer-signer"),
                 .product(name: "OfferCore", package: "offer-signer"),
                 .product(name: "OfferServer", package: "offer-signer"),
             ]),

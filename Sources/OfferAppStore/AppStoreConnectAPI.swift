@@ -91,12 +91,7 @@ public final class AppStoreConnectAPI: Sendable {
                 "/v1/subscriptionGroups/\(group.id)/subscriptions",
                 ["fields[subscriptions]": "name,productId,state"], what: "subscriptions")
             for product in products {
-                var subscription = try product.read { (fields) throws(PayloadError) in
-                    AppleCatalog.Subscription(
-                        id: product.id, productId: try Resource.required(fields, "productId"),
-                        name: try fields.string("name") ?? "", state: try Resource.required(fields, "state"),
-                        groupId: group.id, groupName: groupName)
-                }
+                var subscription = try Self.subscription(product, groupId: group.id, groupName: groupName)
                 subscription.promotionalOffers = try await promotionalOffers(product.id)
                 subscription.introductoryOffers = try await introductoryOffers(product.id)
                 subscription.winBackOffers = try await winBackOffers(product.id)
@@ -111,18 +106,7 @@ public final class AppStoreConnectAPI: Sendable {
             "/v1/subscriptions/\(id)/promotionalOffers",
             ["fields[subscriptionPromotionalOffers]": "name,offerCode,duration,offerMode,numberOfPeriods"],
             what: "subscriptionPromotionalOffers")
-        var offers: [AppleCatalog.PromotionalOffer] = []
-        for resource in resources {
-            offers.append(
-                try resource.read { (fields) throws(PayloadError) in
-                    AppleCatalog.PromotionalOffer(
-                        id: resource.id, offerCode: try Resource.required(fields, "offerCode"),
-                        name: try fields.string("name") ?? "", duration: try fields.string("duration") ?? "",
-                        offerMode: try fields.string("offerMode") ?? "",
-                        numberOfPeriods: try fields.int("numberOfPeriods"))
-                })
-        }
-        return offers
+        return try Self.each(resources, Self.promotionalOffer)
     }
 
     /// One page at most: an offer per territory, and the check asks only whether there is one.
@@ -135,54 +119,87 @@ public final class AppStoreConnectAPI: Sendable {
                 "fields[subscriptionIntroductoryOffers]": "duration,offerMode,numberOfPeriods,startDate,endDate",
                 "limit": "1",
             ], what: "subscriptionIntroductoryOffers", pages: 1)
-        var offers: [AppleCatalog.IntroductoryOffer] = []
-        for resource in resources {
-            offers.append(
-                try resource.read { (fields) throws(PayloadError) in
-                    AppleCatalog.IntroductoryOffer(
-                        id: resource.id, duration: try fields.string("duration") ?? "",
-                        offerMode: try fields.string("offerMode") ?? "",
-                        numberOfPeriods: try fields.int("numberOfPeriods"), startDate: try fields.string("startDate"),
-                        endDate: try fields.string("endDate"))
-                })
-        }
-        return offers
+        return try Self.each(resources, Self.introductoryOffer)
     }
 
     private func winBackOffers(_ id: String) async throws(AppStoreConnectError) -> [AppleCatalog.WinBackOffer] {
         let resources = try await list("/v1/subscriptions/\(id)/winBackOffers", [:], what: "winBackOffers")
-        var offers: [AppleCatalog.WinBackOffer] = []
-        for resource in resources {
-            offers.append(
-                try resource.read { (fields) throws(PayloadError) in
-                    var range: AppleCatalog.MonthRange?
-                    if let months = try fields.object("customerEligibilityTimeSinceLastSubscribedInMonths") {
-                        range = AppleCatalog.MonthRange(
-                            minimum: try months.int("minimum"), maximum: try months.int("maximum"))
-                    }
-                    return AppleCatalog.WinBackOffer(
-                        id: resource.id, offerId: try Resource.required(fields, "offerId"),
-                        referenceName: try fields.string("referenceName") ?? "",
-                        duration: try fields.string("duration") ?? "", offerMode: try fields.string("offerMode") ?? "",
-                        periodCount: try fields.int("periodCount"),
-                        paidMonths: try fields.int("customerEligibilityPaidSubscriptionDurationInMonths"),
-                        monthsSinceLastSubscribed: range,
-                        waitBetweenOffersMonths: try fields.int("customerEligibilityWaitBetweenOffersInMonths"),
-                        startDate: try fields.string("startDate"), endDate: try fields.string("endDate"),
-                        priority: try fields.string("priority"))
-                })
+        return try Self.each(resources, Self.winBackOffer)
+    }
+
+    // MARK: - Decoding Apple's answers
+
+    private static func each<Value>(
+        _ resources: [Resource], _ decode: (Resource) throws(AppStoreConnectError) -> Value
+    ) throws(AppStoreConnectError) -> [Value] {
+        var values: [Value] = []
+        for resource in resources { values.append(try decode(resource)) }
+        return values
+    }
+
+    /// A `subscriptions` resource of group `groupId`, its offers not yet read.
+    public static func subscription(
+        _ resource: Resource, groupId: String, groupName: String
+    ) throws(AppStoreConnectError) -> AppleCatalog.Subscription {
+        try resource.read { (fields) throws(PayloadError) in
+            AppleCatalog.Subscription(
+                id: resource.id, productId: try Resource.required(fields, "productId"),
+                name: try fields.string("name") ?? "", state: try Resource.required(fields, "state"), groupId: groupId,
+                groupName: groupName)
         }
-        return offers
+    }
+
+    /// A `subscriptionPromotionalOffers` resource.
+    public static func promotionalOffer(
+        _ resource: Resource
+    ) throws(AppStoreConnectError) -> AppleCatalog.PromotionalOffer {
+        try resource.read { (fields) throws(PayloadError) in
+            AppleCatalog.PromotionalOffer(
+                id: resource.id, offerCode: try Resource.required(fields, "offerCode"),
+                name: try fields.string("name") ?? "", duration: try fields.string("duration") ?? "",
+                offerMode: try fields.string("offerMode") ?? "", numberOfPeriods: try fields.int("numberOfPeriods"))
+        }
+    }
+
+    /// A `subscriptionIntroductoryOffers` resource.
+    public static func introductoryOffer(
+        _ resource: Resource
+    ) throws(AppStoreConnectError) -> AppleCatalog.IntroductoryOffer {
+        try resource.read { (fields) throws(PayloadError) in
+            AppleCatalog.IntroductoryOffer(
+                id: resource.id, duration: try fields.string("duration") ?? "",
+                offerMode: try fields.string("offerMode") ?? "", numberOfPeriods: try fields.int("numberOfPeriods"),
+                startDate: try fields.string("startDate"), endDate: try fields.string("endDate"))
+        }
+    }
+
+    /// A `winBackOffers` resource, with the eligibility Apple applies.
+    public static func winBackOffer(_ resource: Resource) throws(AppStoreConnectError) -> AppleCatalog.WinBackOffer {
+        try resource.read { (fields) throws(PayloadError) in
+            var range: AppleCatalog.MonthRange?
+            if let months = try fields.object("customerEligibilityTimeSinceLastSubscribedInMonths") {
+                range = AppleCatalog.MonthRange(minimum: try months.int("minimum"), maximum: try months.int("maximum"))
+            }
+            return AppleCatalog.WinBackOffer(
+                id: resource.id, offerId: try Resource.required(fields, "offerId"),
+                referenceName: try fields.string("referenceName") ?? "", duration: try fields.string("duration") ?? "",
+                offerMode: try fields.string("offerMode") ?? "", periodCount: try fields.int("periodCount"),
+                paidMonths: try fields.int("customerEligibilityPaidSubscriptionDurationInMonths"),
+                monthsSinceLastSubscribed: range,
+                waitBetweenOffersMonths: try fields.int("customerEligibilityWaitBetweenOffersInMonths"),
+                startDate: try fields.string("startDate"), endDate: try fields.string("endDate"),
+                priority: try fields.string("priority"))
+        }
     }
 
     // MARK: - Lists
 
     /// One resource of a list: its ID and its attributes, read as Apple's payloads are.
-    struct Resource {
-        let id: String
+    public struct Resource {
+        public let id: String
         let attributes: PayloadFields
         /// Where it was, for errors: `GET /v1/... data[3]`.
-        let place: String
+        public let place: String
 
         /// Reads the attributes; a mistake in them fails the read, named with the resource.
         func read<Value>(_ body: (PayloadFields) throws(PayloadError) -> Value) throws(AppStoreConnectError) -> Value {
@@ -217,13 +234,9 @@ public final class AppStoreConnectAPI: Sendable {
             }
             read += 1
             let json = try await get(next, path: path)
-            let page = Self.page(json, path: path, type: type)
-            switch page {
-            case .failure(let error): throw AppStoreConnectError(.invalidResponse, error.message)
-            case .success(let (found, link)):
-                resources += found
-                url = link
-            }
+            let page = try Self.page(json, path: path, type: type)
+            resources += page.resources
+            url = page.next
             if let link = url, !link.hasPrefix(settings.url + "/") {
                 throw AppStoreConnectError(
                     .invalidResponse, "App Store Connect's GET \(path) links its next page at another host")
@@ -232,11 +245,12 @@ public final class AppStoreConnectAPI: Sendable {
         return resources
     }
 
-    /// One page's resources of `type` and its `links.next`.
-    private static func page(
+    /// One page's resources of `type` and its `links.next`: Apple's JSON:API document, untrusted (unknown members
+    /// ignored, a resource of another type or without an ID refused, naming where).
+    public static func page(
         _ json: JSONValue, path: String, type: String
-    ) -> Result<([Resource], String?), PayloadError> {
-        Result { () throws(PayloadError) in
+    ) throws(AppStoreConnectError) -> (resources: [Resource], next: String?) {
+        let read = Result { () throws(PayloadError) -> (resources: [Resource], next: String?) in
             let document = try PayloadFields(json, kind: "App Store Connect's GET \(path)")
             var resources: [Resource] = []
             for (index, element) in (try document.objects("data") ?? []).enumerated() {
@@ -250,6 +264,10 @@ public final class AppStoreConnectAPI: Sendable {
                 resources.append(Resource(id: id, attributes: attributes!, place: place))
             }
             return (resources, try document.object("links")?.string("next"))
+        }
+        switch read {
+        case .success(let page): return page
+        case .failure(let error): throw AppStoreConnectError(.invalidResponse, error.message)
         }
     }
 

@@ -1,10 +1,11 @@
 import OfferAPI
+import OfferAppStore
 import OfferCore
 import OfferServer
 
 extension FuzzTarget {
     /// Every target, in the order `make fuzz` runs them.
-    static let all: [FuzzTarget] = [json, jws, payload, rule, catalog, config, wire]
+    static let all: [FuzzTarget] = [json, jws, payload, rule, catalog, config, wire, appStoreConnect]
 
     /// The JSON parser every other parser starts from: what parses is written back (compact and pretty) and must
     /// parse again to the same value.
@@ -90,6 +91,37 @@ extension FuzzTarget {
         roundTrip(HealthResponse.self, value)
         roundTrip(ReadinessResponse.self, value)
         roundTrip(ErrorResponse.self, value)
+    }
+
+    /// App Store Connect's answers, as untrusted as any input: a page of each resource type the client reads, then
+    /// each resource through its decoder; a catalog made of what decodes is written as the kept copy is and must read
+    /// back the same.
+    static let appStoreConnect = FuzzTarget(
+        name: "app-store-connect", summary: "App Store Connect's list pages and resource decoders, and the kept copy"
+    ) { bytes in
+        guard let value = try? JSONParser.parse(bytes) else { return }
+        var subscription = AppleCatalog.Subscription(id: "s", productId: "p", state: "APPROVED", groupId: "g")
+        if let page = try? AppStoreConnectAPI.page(value, path: "/v1/fuzz", type: "subscriptions") {
+            for resource in page.resources {
+                if let decoded = try? AppStoreConnectAPI.subscription(resource, groupId: "g", groupName: "G") {
+                    subscription = decoded
+                }
+            }
+        }
+        if let page = try? AppStoreConnectAPI.page(value, path: "/v1/fuzz", type: "subscriptionPromotionalOffers") {
+            subscription.promotionalOffers = page.resources.compactMap { try? AppStoreConnectAPI.promotionalOffer($0) }
+        }
+        if let page = try? AppStoreConnectAPI.page(value, path: "/v1/fuzz", type: "subscriptionIntroductoryOffers") {
+            subscription.introductoryOffers = page.resources.compactMap {
+                try? AppStoreConnectAPI.introductoryOffer($0)
+            }
+        }
+        if let page = try? AppStoreConnectAPI.page(value, path: "/v1/fuzz", type: "winBackOffers") {
+            subscription.winBackOffers = page.resources.compactMap { try? AppStoreConnectAPI.winBackOffer($0) }
+        }
+        let apple = AppleCatalog(bundleId: "b", appId: "a", fetchedAt: 0, subscriptions: [subscription])
+        check(AppleCatalog(json: apple.json) == apple, "a kept copy reads back the same")
+        _ = CatalogCheck.findings(offers: [], apple: apple, appPath: "$")
     }
 
     private static func decodePayloads(_ value: JSONValue) {
