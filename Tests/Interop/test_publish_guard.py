@@ -139,3 +139,27 @@ def test_with_apple_down_the_kept_copy_serves_and_says_its_age(world):
     assert refused.status == 422
     assert refused.json()["error"]["appleReadAt"] == read_at
     assert refused.json()["error"]["message"].startswith("App Store Connect (as read ")
+
+
+def test_apples_promotional_offers_import_into_the_draft_after_a_preview(world):
+    config, admin, bearer, fake = world
+    kept_copy(admin, bearer)
+    template = {"subscriptionStatus": ["expired"]}
+    # The configuration's offers are spring, autumn and comeback: Apple has nothing more, so nothing is added.
+    preview = admin.request("POST", CONNECT + "/import", {"eligibility": template}, headers=bearer)
+    assert preview.status == 200, preview.body
+    assert preview.json()["added"] == []
+    assert [s["offerCode"] for s in preview.json()["skipped"]] == ["spring", "autumn"]
+    # A draft without autumn: autumn comes back from Apple, for the monthly product, with the template.
+    revision = save_draft(admin, bearer, [GOOD_OFFERS[0], GOOD_OFFERS[2]], 0)
+    preview = admin.request("POST", CONNECT + "/import", {"eligibility": template}, headers=bearer)
+    autumn = {"id": "autumn", "type": "promotional", "productIds": [GOOD_OFFERS[1]["productIds"][0]],
+              "eligibility": template}
+    assert preview.json()["added"] == [autumn]
+    assert [(o["id"], o["change"]) for o in preview.json()["diff"]["offers"]] == [
+        ("spring", "unchanged"), ("comeback", "unchanged"), ("autumn", "added")]
+    saved = admin.request("POST", CONNECT + "/import", {"eligibility": template, "save": True},
+                          headers={**bearer, "If-Match": f'"{revision}"'})
+    assert saved.status == 200, saved.body
+    assert saved.headers.get("ETag") == f'"{revision + 1}"'
+    assert saved.json()["draft"]["document"]["offers"][-1] == autumn
