@@ -1,5 +1,6 @@
 import OfferCommandLine
 import OfferCore
+import OfferCrypto
 import OfferServer
 import OfferStore
 
@@ -65,6 +66,17 @@ enum ConfigCheckCommand {
                 let role = key.keyId == app.activeKeyId ? "signing" : "verify-only (rotation)"
                 let curve = catalog.apps[app.bundleId]?.keys[key.keyId]?.key.curveName ?? "?"
                 lines.append("  key \(key.keyId): \(role), \(curve), \(key.location)")
+            }
+            if let connect = app.appStoreConnect {
+                // Read as the service will read it (not contacting Apple): a key file it cannot use fails here.
+                do {
+                    _ = try PrivateKeyFile.load(path: connect.privateKeyFile)
+                } catch {
+                    throw CommandError("\(app.path).appStoreConnect.privateKeyFile: \(error)")
+                }
+                lines.append(
+                    "  App Store Connect: key \(connect.keyId) of issuer \(connect.issuerId), \(connect.privateKeyFile) "
+                        + "(loaded; Apple not contacted: `catalog check --app-store-connect` does)")
             }
             let servedApp = catalog.apps[app.bundleId]?.definition ?? app
             if settings.catalog == .storage {

@@ -13,6 +13,7 @@
 from __future__ import annotations
 
 import json
+import urllib.request
 import os
 import select
 import subprocess
@@ -222,3 +223,20 @@ def test_check_needs_its_source_and_an_api_key(tmp_path, team_key, fake):
     result = check(path)
     assert result.returncode != 0
     assert "no app to check has \"appStoreConnect\"" in result.stderr
+
+
+def test_config_check_loads_the_team_key_without_calling_apple(tmp_path, team_key, fake):
+    config = write_config(tmp_path, team_key, fake, GOOD_OFFERS)
+    calls = json.loads(urllib.request.urlopen(fake.base_url + "/__fake/requests").read())["calls"]
+    checked = run_cli("config", "check", "--config", str(config))
+    assert checked.returncode == 0, checked.stderr
+    assert (f"  App Store Connect: key {ASC_KEY_ID} of issuer {ASC_ISSUER}, {team_key.path} (loaded; Apple not "
+            "contacted: `catalog check --app-store-connect` does)") in checked.stdout.splitlines()
+    after = json.loads(urllib.request.urlopen(fake.base_url + "/__fake/requests").read())["calls"]
+    assert after == calls
+    # A key file others may read is refused, naming the file, never its contents.
+    team_key.path.chmod(0o644)
+    refused = run_cli("config", "check", "--config", str(config))
+    assert refused.returncode == 1
+    assert f"$.apps[0].appStoreConnect.privateKeyFile: {team_key.path}" in refused.stderr
+    assert "PRIVATE KEY" not in refused.stderr
