@@ -647,3 +647,43 @@ def drop_postgres_database(server_dsn: str, name: str) -> None:
     """Drops `name`, closing the connections left to it (a killed server's are closed by PostgreSQL itself)."""
     assert re.fullmatch(r"[a-z_][a-z0-9_]*", name), name
     psql(server_dsn, f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
+
+
+class KitFake:
+    """A fake of the test kit (`offer-signer-testkit apple-api` or `app-store-connect`) on a free port: its state
+    file, rewritten whole (a new file renamed over the old), and its standard error kept in a file."""
+
+    def __init__(self, command: str, state_path: Path, stderr_path: Path, arguments: list[str], state: dict):
+        self.state_path = state_path
+        self.stderr_path = stderr_path
+        self.set_state(state)
+        with open(stderr_path, "wb") as stderr:
+            self.process = subprocess.Popen(
+                [kit_binary(), command, "--state", str(state_path), "--port", "0", *arguments],
+                stdout=subprocess.PIPE, stderr=stderr, stdin=subprocess.DEVNULL)
+        prefix = f"offer-signer-testkit {command} listening on http://127.0.0.1:"
+        line = b""
+        deadline = time.monotonic() + 10
+        while not line.endswith(b"\n"):
+            assert time.monotonic() < deadline and self.process.poll() is None, stderr_path.read_text()
+            ready, _, _ = select.select([self.process.stdout], [], [], 0.5)
+            if ready:
+                line += os.read(self.process.stdout.fileno(), 1)
+        text = line.decode().rstrip("\n")
+        assert text.startswith(prefix), text
+        self.port = int(text[len(prefix):])
+        threading.Thread(target=lambda: self.process.stdout.read(), daemon=True).start()
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def set_state(self, document: dict) -> None:
+        staged = self.state_path.with_suffix(".new")
+        staged.write_text(json.dumps(document))
+        staged.replace(self.state_path)
+
+    def stop(self) -> None:
+        self.process.terminate()
+        self.process.wait(timeout=10)
+

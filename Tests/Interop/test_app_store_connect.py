@@ -13,22 +13,18 @@
 from __future__ import annotations
 
 import json
-import urllib.request
-import os
-import select
 import subprocess
-import threading
 import time
+import urllib.request
 from pathlib import Path
 
 import jwt
 import pytest
 
-from support import BUNDLE_ID, ISSUER_ID, KEY_ID, KeyMaterial, generate_key, kit_binary, run_cli
+from support import BUNDLE_ID, ISSUER_ID, KEY_ID, KeyMaterial, KitFake, generate_key, run_cli
 
 ASC_KEY_ID = "ASCKEY0001"
 ASC_ISSUER = "69a6de70-03db-47e3-e053-5b8c7c11a4d1"
-LISTENING_PREFIX = "offer-signer-testkit app-store-connect listening on http://127.0.0.1:"
 MONTHLY = "com.example.interop.pro.monthly"
 YEARLY = "com.example.interop.pro.yearly"
 
@@ -55,43 +51,13 @@ def state(fault: dict | None = None) -> dict:
     return document
 
 
-class Fake:
+class Fake(KitFake):
     """`offer-signer-testkit app-store-connect` on a free port, with its state file and the last token it saw."""
 
     def __init__(self, directory: Path, public_key: Path):
-        self.state_path = directory / "asc-state.json"
         self.token_path = directory / "asc-token.txt"
-        self.set_state(state())
-        self.stderr_path = directory / "asc.stderr"
-        with open(self.stderr_path, "wb") as stderr:
-            self.process = subprocess.Popen(
-                [kit_binary(), "app-store-connect", "--state", str(self.state_path), "--port", "0",
-                 "--public-key", str(public_key), "--token-file", str(self.token_path)],
-                stdout=subprocess.PIPE, stderr=stderr, stdin=subprocess.DEVNULL)
-        line = b""
-        deadline = time.monotonic() + 10
-        while not line.endswith(b"\n"):
-            assert time.monotonic() < deadline and self.process.poll() is None, self.stderr_path.read_text()
-            ready, _, _ = select.select([self.process.stdout], [], [], 0.5)
-            if ready:
-                line += os.read(self.process.stdout.fileno(), 1)
-        text = line.decode().rstrip("\n")
-        assert text.startswith(LISTENING_PREFIX), text
-        self.port = int(text[len(LISTENING_PREFIX):])
-        threading.Thread(target=lambda: self.process.stdout.read(), daemon=True).start()
-
-    @property
-    def base_url(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
-
-    def set_state(self, document: dict) -> None:
-        staged = self.state_path.with_suffix(".new")
-        staged.write_text(json.dumps(document))
-        staged.replace(self.state_path)
-
-    def stop(self) -> None:
-        self.process.terminate()
-        self.process.wait(timeout=10)
+        super().__init__("app-store-connect", directory / "asc-state.json", directory / "asc.stderr",
+                         ["--public-key", str(public_key), "--token-file", str(self.token_path)], state())
 
 
 @pytest.fixture()

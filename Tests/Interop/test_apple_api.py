@@ -12,10 +12,6 @@
 from __future__ import annotations
 
 import json
-import os
-import select
-import subprocess
-import threading
 import time
 import urllib.error
 import urllib.request
@@ -29,10 +25,9 @@ from appstoreserverlibrary.models.NotificationHistoryRequest import Notification
 from appstoreserverlibrary.models.Status import Status
 from appstoreserverlibrary.signed_data_verifier import SignedDataVerifier, VerificationException
 
-from support import BUNDLE_ID, ISSUER_ID, KEY_ID, KeyMaterial, generate_key, kit_binary, run_cli, run_testkit
+from support import BUNDLE_ID, ISSUER_ID, KEY_ID, KeyMaterial, KitFake, generate_key, run_cli, run_testkit
 
 APP_APPLE_ID = 1234567890
-LISTENING_PREFIX = "offer-signer-testkit apple-api listening on http://127.0.0.1:"
 
 
 def state(fault: dict | None = None) -> dict:
@@ -60,46 +55,17 @@ def state(fault: dict | None = None) -> dict:
             "environments": {"Production": production}}
 
 
-class Fake:
+class Fake(KitFake):
     """`offer-signer-testkit apple-api` on a free port, with its state file and the last token it saw."""
 
     def __init__(self, directory: Path, key: KeyMaterial):
         self.directory = directory
         self.ca = directory / "ca"
         assert run_testkit("ca", "--out", str(self.ca)).returncode == 0
-        self.state_path = directory / "state.json"
         self.token_path = directory / "token.txt"
-        self.set_state(state())
-        self.stderr_path = directory / "fake.stderr"
-        with open(self.stderr_path, "wb") as stderr:
-            self.process = subprocess.Popen(
-                [kit_binary(), "apple-api", "--ca", str(self.ca), "--state", str(self.state_path), "--port", "0",
-                 "--public-key", str(key.path), "--token-file", str(self.token_path)],
-                stdout=subprocess.PIPE, stderr=stderr, stdin=subprocess.DEVNULL)
-        line = b""
-        deadline = time.monotonic() + 10
-        while not line.endswith(b"\n"):
-            assert time.monotonic() < deadline and self.process.poll() is None, self.stderr_path.read_text()
-            ready, _, _ = select.select([self.process.stdout], [], [], 0.5)
-            if ready:
-                line += os.read(self.process.stdout.fileno(), 1)
-        text = line.decode().rstrip("\n")
-        assert text.startswith(LISTENING_PREFIX), text
-        self.port = int(text[len(LISTENING_PREFIX):])
-        threading.Thread(target=lambda: self.process.stdout.read(), daemon=True).start()
-
-    @property
-    def base_url(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
-
-    def set_state(self, document: dict) -> None:
-        staged = self.state_path.with_suffix(".new")
-        staged.write_text(json.dumps(document))
-        staged.replace(self.state_path)
-
-    def stop(self) -> None:
-        self.process.terminate()
-        self.process.wait(timeout=10)
+        super().__init__("apple-api", directory / "state.json", directory / "fake.stderr",
+                         ["--ca", str(self.ca), "--public-key", str(key.path), "--token-file", str(self.token_path)],
+                         state())
 
 
 @pytest.fixture()
