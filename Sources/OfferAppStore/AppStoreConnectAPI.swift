@@ -83,12 +83,12 @@ public final class AppStoreConnectAPI: Sendable {
         }
         var subscriptions: [AppleCatalog.Subscription] = []
         let groups = try await list(
-            "/v1/apps/\(appId)/subscriptionGroups", ["fields[subscriptionGroups]": "referenceName"],
+            "/v1/apps/\(Self.percent(appId))/subscriptionGroups", ["fields[subscriptionGroups]": "referenceName"],
             what: "subscriptionGroups")
         for group in groups {
             let groupName = try group.read { (fields) throws(PayloadError) in try fields.string("referenceName") ?? "" }
             let products = try await list(
-                "/v1/subscriptionGroups/\(group.id)/subscriptions",
+                "/v1/subscriptionGroups/\(Self.percent(group.id))/subscriptions",
                 ["fields[subscriptions]": "name,productId,state"], what: "subscriptions")
             for product in products {
                 var subscription = try Self.subscription(product, groupId: group.id, groupName: groupName)
@@ -103,7 +103,7 @@ public final class AppStoreConnectAPI: Sendable {
 
     private func promotionalOffers(_ id: String) async throws(AppStoreConnectError) -> [AppleCatalog.PromotionalOffer] {
         let resources = try await list(
-            "/v1/subscriptions/\(id)/promotionalOffers",
+            "/v1/subscriptions/\(Self.percent(id))/promotionalOffers",
             ["fields[subscriptionPromotionalOffers]": "name,offerCode,duration,offerMode,numberOfPeriods"],
             what: "subscriptionPromotionalOffers")
         return try Self.each(resources, Self.promotionalOffer)
@@ -114,7 +114,7 @@ public final class AppStoreConnectAPI: Sendable {
         _ id: String
     ) async throws(AppStoreConnectError) -> [AppleCatalog.IntroductoryOffer] {
         let resources = try await list(
-            "/v1/subscriptions/\(id)/introductoryOffers",
+            "/v1/subscriptions/\(Self.percent(id))/introductoryOffers",
             [
                 "fields[subscriptionIntroductoryOffers]": "duration,offerMode,numberOfPeriods,startDate,endDate",
                 "limit": "1",
@@ -123,7 +123,8 @@ public final class AppStoreConnectAPI: Sendable {
     }
 
     private func winBackOffers(_ id: String) async throws(AppStoreConnectError) -> [AppleCatalog.WinBackOffer] {
-        let resources = try await list("/v1/subscriptions/\(id)/winBackOffers", [:], what: "winBackOffers")
+        let resources = try await list(
+            "/v1/subscriptions/\(Self.percent(id))/winBackOffers", [:], what: "winBackOffers")
         return try Self.each(resources, Self.winBackOffer)
     }
 
@@ -426,7 +427,12 @@ public final class AppStoreConnectAPI: Sendable {
         guard let json = try? JSONParser.parse(response.body), case .array(let errors)? = json["errors"],
             let first = errors.first
         else { return nil }
-        let parts = [first["code"]?.stringValue, first["title"]?.stringValue].compactMap { $0 }
+        // Apple's words go into messages and logs: one line, and not a megabyte of it.
+        let parts = [first["code"]?.stringValue, first["title"]?.stringValue].compactMap { $0 }.map { text in
+            String(
+                String.UnicodeScalarView(
+                    text.unicodeScalars.filter { $0.value >= 0x20 && $0.value != 0x7F }.prefix(200)))
+        }
         return parts.isEmpty ? nil : parts.joined(separator: ": ")
     }
 }

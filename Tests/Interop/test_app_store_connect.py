@@ -81,7 +81,8 @@ GOOD_OFFERS = [
 BAD_OFFERS = [
     {"id": "spring", "type": "promotional", "productIds": [MONTHLY, YEARLY]},
     {"id": "sprnig", "type": "promotional", "productIds": [MONTHLY]},
-    {"id": "comeback", "type": "winBack", "productIds": [MONTHLY], "eligibility": {"daysSinceExpiry": {"max": 30}}},
+    {"id": "comeback", "type": "winBack", "productIds": [MONTHLY],
+     "eligibility": {"all": [{"subscriptionStatus": ["expired"]}, {"daysSinceExpiry": {"max": 30}}]}},
     {"id": "weekly", "type": "promotional", "productIds": ["com.example.interop.pro.weekly"]},
 ]
 

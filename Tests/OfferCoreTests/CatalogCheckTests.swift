@@ -112,14 +112,21 @@ struct CatalogCheckTests {
         arguments: [
             // Apple: lapsed, paid at least 3 months (84 days or more), last subscribed 2 to 24 months ago.
             (#"{"subscriptionStatus": ["active"]}"#, true),
-            (#"{"daysSinceExpiry": {"max": 30}}"#, true),
-            (#"{"daysSinceExpiry": {"min": 800}}"#, true),
-            (#"{"daysSubscribed": {"max": 60}}"#, true),
+            // Expired within 30 days: Apple asks for 2 months at least.
+            (#"{"all": [{"subscriptionStatus": ["expired"]}, {"daysSinceExpiry": {"max": 30}}]}"#, true),
+            // Past 25 months (24 whole months, rounded down, end a day short of 25 of the longest).
+            (#"{"daysSinceExpiry": {"min": 775}}"#, true),
+            (#"{"daysSinceExpiry": {"min": 9223372036854775807}}"#, true),
             (#"{"all": [{"daysSinceExpiry": {"min": 60}}, {"subscriptionStatus": ["inGracePeriod"]}]}"#, true),
             (#"{"productIds": ["other.product"]}"#, true),
             (#"{"rollout": {"percent": 0, "salt": "x"}}"#, true),
-            (#"{"daysSinceExpiry": {"max": 56}}"#, false),
+            (#"{"all": [{"subscriptionStatus": ["expired"]}, {"daysSinceExpiry": {"max": 56}}]}"#, false),
             (#"{"daysSinceExpiry": {"min": 700}}"#, false),
+            (#"{"daysSinceExpiry": {"min": 774}}"#, false),
+            // A refund's days since expiry count from the period's end: a refunded customer may be fewer days out.
+            (#"{"daysSinceExpiry": {"max": 30}}"#, false),
+            // Apple adds up paid months over every run; daysSubscribed is the current run's alone.
+            (#"{"daysSubscribed": {"max": 60}}"#, false),
             (#"{"subscriptionStatus": ["expired"]}"#, false),
             (#"{"any": [{"subscriptionStatus": ["active"]}, {"daysSubscribed": {"min": 365}}]}"#, false),
             (#"{"not": {"daysSinceExpiry": {"max": 30}}}"#, false),

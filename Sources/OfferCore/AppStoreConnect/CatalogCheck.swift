@@ -150,18 +150,33 @@ enum RuleReach {
     /// Statuses a lapsed customer can have.
     static let lapsed: [SubscriptionStatus] = [.expired, .inBillingRetry, .revoked]
 
+    /// The most samples tried; a rule that would need more is taken to pass (the safe side: no false error).
+    static let maxSamples = 20_000
+    /// The longest a day count can be: a century.
+    static let maxDays = 36_500
+
     static func canPass(_ rule: EligibilityRule, winBack: AppleCatalog.WinBackOffer, products: [String]) -> Bool {
-        let expiry = window(
-            low: (winBack.monthsSinceLastSubscribed?.minimum ?? 0) * shortestMonth,
-            high: winBack.monthsSinceLastSubscribed?.maximum.map { $0 * longestMonth }, rule: rule,
-            bounds: { if case .daysSinceExpiry(let range) = $0 { range } else { nil } })
+        // Apple counts whole months, rounded down: "24 months since" is up to a day short of 25 of the longest.
+        let months = winBack.monthsSinceLastSubscribed
+        let sinceLow = min(maxDays, max(0, months?.minimum ?? 0) * shortestMonth)
+        let sinceHigh = months?.maximum.map { min(maxDays, (max(0, $0) + 1) * longestMonth - 1) }
         let subscribed = window(
-            low: (winBack.paidMonths ?? 0) * shortestMonth, high: nil, rule: rule,
-            bounds: { if case .daysSubscribed(let range) = $0 { range } else { nil } })
+            // Apple's paid months add up every run; `daysSubscribed` is the current run's alone, so any count can go
+            // with them.
+            low: 0, high: nil, rule: rule, bounds: { if case .daysSubscribed(let range) = $0 { range } else { nil } })
+        // A rule that never asks for the product is tried once; else with each product of the group.
+        let tried = mentionsProducts(rule) && !products.isEmpty ? products : [""]
+        var samples = 0
         for status in lapsed {
+            // A refund's `daysSinceExpiry` counts from the period's end, not from when Apple last saw it paid.
+            let expiry = window(
+                low: status == .revoked ? 0 : sinceLow, high: sinceHigh, rule: rule,
+                bounds: { if case .daysSinceExpiry(let range) = $0 { range } else { nil } })
             for days in expiry {
                 for paid in subscribed {
-                    for product in products.isEmpty ? [""] : products {
+                    for product in tried {
+                        samples += 1
+                        if samples > maxSamples { return true }
                         let sample = Sample(
                             status: status, daysSinceExpiry: days, daysSubscribed: paid, product: product)
                         if outcomes(rule, sample).contains(true) { return true }
@@ -170,6 +185,15 @@ enum RuleReach {
             }
         }
         return false
+    }
+
+    private static func mentionsProducts(_ rule: EligibilityRule) -> Bool {
+        switch rule {
+        case .productIds: return true
+        case .all(let rules), .any(let rules): return rules.contains(where: mentionsProducts)
+        case .not(let inner): return mentionsProducts(inner)
+        default: return false
+        }
     }
 
     static func describe(_ winBack: AppleCatalog.WinBackOffer) -> String {
@@ -197,7 +221,8 @@ enum RuleReach {
         var candidates: Set<Int> = [low]
         if let high { candidates.insert(high) }
         for range in ranges(rule, bounds) {
-            for bound in [range.min, range.max].compactMap({ $0 }) {
+            // A bound past a century is a century (and never overflows with its neighbours).
+            for bound in [range.min, range.max].compactMap({ $0 }).map({ min(max($0, -1), maxDays + 1) }) {
                 candidates.formUnion([bound - 1, bound, bound + 1])
             }
         }

@@ -96,6 +96,8 @@ public final class AppleCatalogCopies: Sendable {
     private func pass(_ generation: Int, every interval: Duration) async {
         guard run.withLock({ $0.generation == generation }) else { return }
         for app in apps() where app.appStoreConnect != nil {
+            // Stopped (or started again) meanwhile: the rest of this pass is not Apple's to answer.
+            guard run.withLock({ $0.generation == generation }) else { return }
             do throws(AppStoreConnectError) {
                 let apple = try await refresh(app.bundleId)
                 log.info(
@@ -132,10 +134,14 @@ public struct PublishGuard: Sendable {
     /// `force` gives a reason.
     public func check(bundleId: String, document: CatalogDocument, force: String?, now: Int64) throws -> JSONValue? {
         guard copies.settings(of: bundleId) != nil else { return nil }
+        let force = force.map { $0.trimmingWhitespace }
         if let force {
-            guard !force.isEmpty, force.count <= Self.maxReasonLength else {
+            guard !force.isEmpty, force.unicodeScalars.count <= Self.maxReasonLength,
+                !force.unicodeScalars.contains(where: { $0.properties.generalCategory == .control })
+            else {
                 throw OfferError.invalidRequest(
-                    "force needs a reason of 1 to \(Self.maxReasonLength) characters, which the audit log keeps",
+                    "force needs a reason of 1 to \(Self.maxReasonLength) characters, on one line, which the audit log "
+                        + "keeps",
                     field: "force")
             }
         }
@@ -155,8 +161,9 @@ public struct PublishGuard: Sendable {
             "checked": .bool(true), "readAt": .int(apple.fetchedAt),
             "findings": .array(findings.filter { $0.severity != .notice }.map(\.json)),
         ]
+        if let force { note["force"] = .string(force) }
         if !errors.isEmpty {
-            guard let force else {
+            guard force != nil else {
                 var error = AdminError(
                     .catalogCheckFailed,
                     "App Store Connect (as read \(Self.age(now - apple.fetchedAt)) ago, "
@@ -166,7 +173,6 @@ public struct PublishGuard: Sendable {
                 error.appleReadAt = apple.fetchedAt
                 throw error
             }
-            note["force"] = .string(force)
         }
         return .object(note)
     }
@@ -178,5 +184,16 @@ public struct PublishGuard: Sendable {
         if seconds < 7200 { return "\(seconds / 60) min" }
         if seconds < 172_800 { return "\(seconds / 3600) h" }
         return "\(seconds / 86_400) d"
+    }
+}
+
+extension String {
+    /// Without spaces, tabs and line ends at either end.
+    var trimmingWhitespace: String {
+        let scalars = unicodeScalars
+        guard let first = scalars.firstIndex(where: { !$0.properties.isWhitespace }),
+            let last = scalars.lastIndex(where: { !$0.properties.isWhitespace })
+        else { return "" }
+        return String(scalars[first...last])
     }
 }

@@ -27,7 +27,9 @@ extension CatalogEditor {
         // Apple's offers by code, in Apple's order, with the products that have each.
         var codes: [String] = []
         var products: [String: [String]] = [:]
-        for subscription in apple.subscriptions {
+        // A product removed from sale is not offered again (the publish check would refuse it).
+        for subscription in apple.subscriptions
+        where !AppleCatalog.Subscription.removedStates.contains(subscription.state) {
             for offer in subscription.promotionalOffers {
                 if products[offer.offerCode] == nil { codes.append(offer.offerCode) }
                 products[offer.offerCode, default: []].append(subscription.productId)
@@ -40,7 +42,8 @@ extension CatalogEditor {
                     "App Store Connect has no promotional offer " + unknown.map { "\"\($0)\"" }.joined(separator: ", ")
                         + " for \(app.bundleId) (as read \(ISO8601.format(apple.fetchedAt)))", field: "offerCodes")
             }
-            codes = codes.filter(offerCodes.contains)
+            let wanted = Set(offerCodes)
+            codes = codes.filter(wanted.contains)
         }
         var added: [JSONValue] = []
         var skipped: [(offerCode: String, reason: String)] = []

@@ -133,8 +133,9 @@ struct PublishGuardTests {
                     ])
                 ))
         let entries = try world.fixture.auditEntries().count
-        let blank = try world.publish(revision: 1, force: "")
-        #expect(blank.status == 400)
+        for blank in ["", "   ", "two\nlines"] {
+            #expect(try world.publish(revision: 1, force: blank).status == 400)
+        }
         let forced = try world.publish(revision: 1, force: "the offer goes live at Apple at noon")
         #expect(forced.status == 201, "\(forced)")
         let entry = try #require(try world.fixture.auditEntries().last)
@@ -163,6 +164,11 @@ struct PublishGuardTests {
         #expect(after["appStoreConnect"]?["checked"] == .bool(true))
         #expect(after["appStoreConnect"]?["readAt"] == .int(readAt))
         #expect(after["appStoreConnect"]?["force"] == nil)
+        // A reason given when nothing needed forcing is kept all the same, trimmed.
+        try world.save(try AdminFixture.fileDocument, revision: 0)
+        #expect(try world.publish(revision: 1, force: "  back to the file's offers ").status == 201)
+        let forced = try JSONParser.parse(Array((try world.fixture.auditEntries().last?.record.after ?? "").utf8))
+        #expect(forced["appStoreConnect"]?["force"] == .string("back to the file's offers"))
         // A refusal says how old the copy it checked against is.
         try world.save(try CatalogEditingTests.withOffer("autumn"), revision: 0)
         let refused = try world.publish(revision: 1)
