@@ -29,6 +29,8 @@ public final class AppStoreConnectAPI: Sendable {
     public static let pageSize = 200
     /// The most pages one list may have.
     public static let maxPages = 50
+    /// The most subscriptions one app may have (three calls each): Apple's answers bound what a read costs.
+    public static let maxSubscriptions = 1000
     /// After a 429 without a usable `Retry-After`: how long calls are held back, milliseconds.
     public static let defaultRateLimitPause: Int64 = 60_000
     /// The longest a `Retry-After` may hold calls back (Apple's limits are per rolling hour).
@@ -90,6 +92,12 @@ public final class AppStoreConnectAPI: Sendable {
             let products = try await list(
                 "/v1/subscriptionGroups/\(Self.percent(group.id))/subscriptions",
                 ["fields[subscriptions]": "name,productId,state"], what: "subscriptions")
+            guard subscriptions.count + products.count <= Self.maxSubscriptions else {
+                throw AppStoreConnectError(
+                    .invalidResponse,
+                    "App Store Connect lists more than \(Self.maxSubscriptions) subscriptions for \(bundleId): not read"
+                )
+            }
             for product in products {
                 var subscription = try Self.subscription(product, groupId: group.id, groupName: groupName)
                 subscription.promotionalOffers = try await promotionalOffers(product.id)

@@ -179,7 +179,16 @@ enum CatalogCommand {
                 lines.append("\(app.bundleId): not checked (no \"appStoreConnect\")")
                 continue
             }
-            let apple = try readApple(app.bundleId, settings, client: client)
+            let apple: AppleCatalog
+            do {
+                apple = try readApple(app.bundleId, settings, client: client)
+            } catch let error as CommandError {
+                // One app Apple cannot read does not hide the others' findings; the check still fails.
+                errors += 1
+                reports.append(.object(["bundleId": .string(app.bundleId), "error": .string(error.message)]))
+                Console.err("offer-signer: \(app.bundleId): \(error.message)")
+                continue
+            }
             let findings = CatalogCheck.findings(offers: offers, apple: apple, appPath: app.path)
             errors += findings.filter { $0.severity == .error }.count
             reports.append(
@@ -225,7 +234,7 @@ enum CatalogCommand {
         }
         done.wait()
         if let message = failure.withLock({ $0 }) {
-            let kept = copies.copy(of: bundleId).map { "the copy read \(ISO8601.format($0.fetchedAt))" }
+            let kept = (try? copies.copy(of: bundleId))?.map { "the copy read \(ISO8601.format($0.fetchedAt))" }
             Console.err(
                 "\(bundleId): App Store Connect could not be read (\(message)); checking against \(kept ?? "no copy")")
         }
@@ -251,7 +260,7 @@ enum CatalogCommand {
         done.wait()
         switch outcome.withLock({ $0 })! {
         case .success(let apple): return apple
-        case .failure(let error): throw CommandError("\(bundleId): \(error.message)")
+        case .failure(let error): throw CommandError(error.message)
         }
     }
 

@@ -68,7 +68,8 @@ enum Help {
         or has for another product, a product unknown, removed or not approved, a win-back rule no customer
         Apple finds eligible can pass (errors and warnings), Apple's offers the catalog does not use (notices).
         Each finding has a code, the catalog's JSON path and Apple's identifier. Exits 1 when any finding is an
-        error or App Store Connect cannot be read, so CI can run it before publishing.
+        error or App Store Connect cannot be read for an app (said on standard error; the other apps are still
+        checked), so CI can run it before publishing.
         """
 
     static let serve = """

@@ -16,7 +16,7 @@ struct AppStoreConnectRoutes: AdminRouteSet {
             .admin("GET", Self.base, role: .viewer) { _, context in
                 let app = try AdminJSON.app(context)
                 return AdminJSON.response(
-                    try Self.report(app, apple: editor.publishGuard?.copies.copy(of: app.bundleId), editor: editor))
+                    try Self.report(app, apple: editor.publishGuard?.copies.keptCopy(of: app.bundleId), editor: editor))
             },
             Route(
                 "POST", Self.base + "/refresh", group: .admin(.publisher),
@@ -31,7 +31,7 @@ struct AppStoreConnectRoutes: AdminRouteSet {
                     do throws(AppStoreConnectError) {
                         apple = try await copies.refresh(app.bundleId)
                     } catch {
-                        let kept = copies.copy(of: app.bundleId).map {
+                        let kept = (try? copies.copy(of: app.bundleId))?.map {
                             "; the copy kept was read \(ISO8601.format($0.fetchedAt))"
                         }
                         throw AdminError(.appStoreConnectUnavailable, error.message + (kept ?? "; no copy is kept"))
@@ -49,7 +49,8 @@ struct AppStoreConnectRoutes: AdminRouteSet {
                         "eligibility is required: the rule the imported offers start with ({\"always\": true} for "
                             + "everyone)", field: "eligibility")
                 }
-                guard let apple = editor.publishGuard?.copies.copy(of: app.bundleId), app.appStoreConnect != nil else {
+                guard let apple = try editor.publishGuard?.copies.keptCopy(of: app.bundleId), app.appStoreConnect != nil
+                else {
                     throw AdminError(
                         .appStoreConnectUnavailable,
                         "\(app.bundleId) has no copy of App Store Connect to import from: read it first "

@@ -40,12 +40,17 @@ public final class AppleCatalogCopies: Sendable {
         apps().first { $0.bundleId == bundleId }?.appStoreConnect
     }
 
-    /// The copy kept for `bundleId`; `nil` before the first read (or when the store cannot be read).
-    public func copy(of bundleId: String) -> AppleCatalog? {
-        guard let kept = try? store.appleCatalog(bundleId: bundleId),
-            let json = try? JSONParser.parse(kept.document)
+    /// The copy kept for `bundleId`; `nil` before the first read (or when what is kept is not a copy this release
+    /// can read). Throws when the store cannot be read.
+    public func copy(of bundleId: String) throws(LedgerError) -> AppleCatalog? {
+        guard let kept = try store.appleCatalog(bundleId: bundleId), let json = try? JSONParser.parse(kept.document)
         else { return nil }
         return AppleCatalog(json: json)
+    }
+
+    /// `copy(of:)` for the admin API: a store that fails is 503 `storage_unavailable`.
+    func keptCopy(of bundleId: String) throws(OfferError) -> AppleCatalog? {
+        try StoreCall.read { () throws(LedgerError) in try copy(of: bundleId) }
     }
 
     /// Reads the app's side from App Store Connect now and keeps it.
@@ -145,7 +150,7 @@ public struct PublishGuard: Sendable {
                     field: "force")
             }
         }
-        guard let apple = copies.copy(of: bundleId) else {
+        guard let apple = try copies.keptCopy(of: bundleId) else {
             guard let force else {
                 throw AdminError(
                     .appStoreConnectUnavailable,
