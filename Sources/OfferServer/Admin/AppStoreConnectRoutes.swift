@@ -56,9 +56,13 @@ struct AppStoreConnectRoutes: AdminRouteSet {
                         "\(app.bundleId) has no copy of App Store Connect to import from: read it first "
                             + "(POST /admin/v1/apps/\(app.bundleId)/app-store-connect/refresh)")
                 }
+                let codes = try reader.optionalStrings("offerCodes")
+                if let codes, codes.count > 200 || codes.contains(where: { $0.isEmpty || $0.utf8.count > 64 }) {
+                    throw OfferError.invalidRequest(
+                        "offerCodes: at most 200, each 1 to 64 characters (Apple's offer codes)", field: "offerCodes")
+                }
                 let imported = try editor.appleImport(
-                    of: app, apple: apple, eligibility: eligibility,
-                    offerCodes: try reader.optionalStrings("offerCodes"))
+                    of: app, apple: apple, eligibility: eligibility, offerCodes: codes)
                 var body: [String: JSONValue] = [
                     "readAt": .int(apple.fetchedAt), "added": .array(imported.added),
                     "skipped": .array(

@@ -20,7 +20,7 @@ public final class AppleCatalogCopies: Sendable {
     private let log: Logger
     /// A reader per key, its key loaded once.
     private let readers = Mutex<[AppStoreConnectSettings: AppStoreConnectAPI]>([:])
-    private let run = Mutex<(generation: Int, next: ScheduledWork?)>((0, nil))
+    private let passes: PeriodicPasses
 
     public init(
         store: any AdminStore, clock: any Clock, client: HTTPSClient, log: Logger,
@@ -31,6 +31,7 @@ public final class AppleCatalogCopies: Sendable {
         self.client = client
         self.log = log
         self.apps = apps
+        passes = PeriodicPasses(clock: clock)
     }
 
     deinit { stop() }
@@ -83,26 +84,15 @@ public final class AppleCatalogCopies: Sendable {
     /// Reads every app with `appStoreConnect` at once and then every `interval` on the clock, until `stop`. A read
     /// that fails is logged (one line, the app and why) and the copy kept stays.
     public func start(every interval: Duration = AppleCatalogCopies.interval) {
-        let generation = run.withLock { run in
-            run.generation += 1
-            run.next.take()?.cancel()
-            return run.generation
-        }
-        Task { [weak self] in await self?.pass(generation, every: interval) }
+        passes.start(every: interval) { [weak self] isCurrent in await self?.pass(isCurrent) }
     }
 
-    public func stop() {
-        run.withLock { run in
-            run.generation += 1
-            run.next.take()?.cancel()
-        }
-    }
+    public func stop() { passes.stop() }
 
-    private func pass(_ generation: Int, every interval: Duration) async {
-        guard run.withLock({ $0.generation == generation }) else { return }
+    private func pass(_ isCurrent: @Sendable () -> Bool) async {
         for app in apps() where app.appStoreConnect != nil {
             // Stopped (or started again) meanwhile: the rest of this pass is not Apple's to answer.
-            guard run.withLock({ $0.generation == generation }) else { return }
+            guard isCurrent() else { return }
             do throws(AppStoreConnectError) {
                 let apple = try await refresh(app.bundleId)
                 log.info(
@@ -112,12 +102,6 @@ public final class AppleCatalogCopies: Sendable {
                 log.warning(
                     "App Store Connect could not be read; the copy kept stays",
                     [("app", app.bundleId), ("error", error.message)])
-            }
-        }
-        run.withLock { run in
-            guard run.generation == generation else { return }
-            run.next = clock.schedule(after: interval) { [weak self] in
-                Task { [weak self] in await self?.pass(generation, every: interval) }
             }
         }
     }

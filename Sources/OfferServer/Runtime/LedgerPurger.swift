@@ -16,9 +16,7 @@ public final class LedgerPurger: Sendable {
     private let log: Logger
     private let days: Mutex<Int>
     private let queue = DispatchQueue(label: "offer-signer.ledger.purge", qos: .utility)
-    /// Which run of `start` may go on (`start` and `stop` each move it on, so the passes an earlier run scheduled
-    /// do nothing), and the timer of its next pass.
-    private let run = Mutex<(generation: Int, next: ScheduledWork?)>((0, nil))
+    private let passes: PeriodicPasses
 
     /// `clock`: the date a pass purges up to (`now`), and the timer of the passes.
     public init(ledger: any Ledger, retentionDays: Int, clock: any Clock, log: Logger) {
@@ -26,6 +24,7 @@ public final class LedgerPurger: Sendable {
         self.clock = clock
         self.log = log
         days = Mutex(retentionDays)
+        passes = PeriodicPasses(clock: clock)
     }
 
     deinit { stop() }
@@ -64,34 +63,19 @@ public final class LedgerPurger: Sendable {
     /// Purges at once and then every `interval` on the clock, one pass at a time on a queue of its own, until
     /// `stop`. A pass that fails is logged and the next one tries again.
     public func start(every interval: Duration = LedgerPurger.interval) {
-        let generation = run.withLock { run in
-            run.generation += 1
-            run.next.take()?.cancel()
-            return run.generation
-        }
-        queue.async { [weak self] in self?.pass(generation, every: interval) }
-    }
-
-    /// No more passes; one under way finishes.
-    public func stop() {
-        run.withLock { run in
-            run.generation += 1
-            run.next.take()?.cancel()
-        }
-    }
-
-    /// A pass of the run `generation` (started by `start`), unless it was stopped or started again since, and the
-    /// next one scheduled: its timer only hands the pass to the queue, off the clock's thread.
-    private func pass(_ generation: Int, every interval: Duration) {
-        guard run.withLock({ $0.generation == generation }) else { return }
-        purgeLogged()
-        run.withLock { run in
-            guard run.generation == generation else { return }
-            run.next = clock.schedule(after: interval) { [weak self] in
-                self?.queue.async { [weak self] in self?.pass(generation, every: interval) }
+        passes.start(every: interval) { [weak self] _ in
+            await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
+                guard let self else { return done.resume() }
+                self.queue.async {
+                    self.purgeLogged()
+                    done.resume()
+                }
             }
         }
     }
+
+    /// No more passes; one under way finishes.
+    public func stop() { passes.stop() }
 
     private func purgeLogged() {
         do {

@@ -5,6 +5,7 @@ import OfferCrypto
 import OfferServer
 import OfferStore
 import OfferTesting
+import Synchronization
 import Testing
 
 /// Issue 21, item 3: with `appStoreConnect`, publishing is checked against the kept copy of Apple's side; errors
@@ -15,6 +16,11 @@ struct PublishGuardTests {
     static let issuerId = "69a6de70-03db-47e3-e053-5b8c7c11a4d1"
     static let keyId = "ASCKEY0001"
     static let connect = "/admin/v1/apps/\(AdminFixture.bundleId)/app-store-connect"
+
+    /// A clock set once it exists.
+    final class ClockBox: Sendable {
+        let clock = Mutex<TestClock?>(nil)
+    }
 
     /// The fake App Store Connect (in process, on the fixture's clock) with the fixture's app, whose subscription
     /// has the file's two offers, and the fixture with `appStoreConnect` pointing at it.
@@ -34,15 +40,18 @@ struct PublishGuardTests {
             try PrivateKeyFile.writeNew(path: keyPath, contents: try key.pkcs8PEM())
             let statePath = folder.appendingPathComponent("state.json").path
             try Data(Self.state.utf8).write(to: URL(fileURLWithPath: statePath))
-            let clock = TestClock()
+            // The fake reads the fixture's clock (made after it, with the port in its configuration).
+            let fixtureClock = ClockBox()
             fake = FakeAppStoreConnect(
                 options: FakeAppStoreConnect.Options(statePath: statePath, publicKey: try key.publicKey),
-                clock: clock.read)
+                clock: { fixtureClock.clock.withLock { $0?.now } ?? 0 })
             let port = try fake.start()
-            fixture = try AdminFixture(
+            let made = try AdminFixture(
                 appStoreConnect:
                     #"{"keyId": "\#(PublishGuardTests.keyId)", "issuerId": "\#(PublishGuardTests.issuerId)", "privateKeyFile": "\#(keyPath)", "baseURL": "http://127.0.0.1:\#(port)"}"#
             )
+            fixture = made
+            fixtureClock.clock.withLock { $0 = made.clock }
             publisher = AdminFixture.bearer(try fixture.token(.publisher, name: "pat"))
             editor = AdminFixture.bearer(try fixture.token(.editor, name: "eddie"))
         }
@@ -233,5 +242,28 @@ struct PublishGuardTests {
             headers: world.editor)
         #expect(unknown.status == 400)
         #expect(unknown.errorMessage?.hasPrefix("App Store Connect has no promotional offer \"spring\" for ") == true)
+    }
+
+    @Test("the copies are read at start and then every hour on the service's clock, until stopped")
+    func hourly() throws {
+        let world = try World()
+        let copies = try #require(world.fixture.appleCopies)
+        let clock = world.fixture.clock
+        copies.start(every: .seconds(3600))
+        #expect(clock.waitUntilScheduled())
+        #expect(try copies.copy(of: AdminFixture.bundleId)?.fetchedAt == clock.now)
+        let calls = world.fake.requestCount
+        // The app, its group, its subscription, and the subscription's three lists of offers.
+        #expect(calls == 1 + 1 + 1 + 3)
+        clock.advance(by: .seconds(3599))
+        #expect(world.fake.requestCount == calls)
+        clock.advance(by: .seconds(1))
+        #expect(clock.waitUntilScheduled())
+        #expect(world.fake.requestCount == 2 * calls)
+        #expect(try copies.copy(of: AdminFixture.bundleId)?.fetchedAt == clock.now)
+        copies.stop()
+        #expect(clock.scheduled.isEmpty)
+        clock.advance(by: .seconds(7200))
+        #expect(world.fake.requestCount == 2 * calls)
     }
 }
