@@ -163,7 +163,8 @@ enum CatalogCommand {
         let connected = checked.filter { $0.0.appStoreConnect != nil }
         guard !connected.isEmpty else {
             throw CommandError(
-                "no app to check has \"appStoreConnect\" (its API key) in the configuration, itself or shared")
+                "no app to check has \"appStoreConnect\" (an App Store Connect API key: the app's own, or one shared at "
+                    + "the top of the configuration); docs/apple.md says how to make one")
         }
         let client: HTTPSClient
         do {
