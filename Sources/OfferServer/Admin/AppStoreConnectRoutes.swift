@@ -41,6 +41,9 @@ struct AppStoreConnectRoutes: AdminRouteSet {
             .admin("POST", Self.base + "/import", role: .editor) { request, context in
                 let app = try AdminJSON.app(context)
                 let (value, reader) = try AdminJSON.body(request, allowed: ["eligibility", "offerCodes", "save"])
+                if let flag = value["save"], flag != .bool(true), flag != .bool(false) {
+                    throw OfferError.invalidRequest("save must be true or false", field: "save")
+                }
                 let save = value["save"] == .bool(true)
                 let revision = save ? try AdminJSON.ifMatch(request) : nil
                 if save { try editor.checkWritable() }
@@ -63,6 +66,15 @@ struct AppStoreConnectRoutes: AdminRouteSet {
                 }
                 let imported = try editor.appleImport(
                     of: app, apple: apple, eligibility: eligibility, offerCodes: codes)
+                // The offers added were validated with the template in them (at their paths); with none, the template
+                // is checked on its own.
+                if imported.added.isEmpty {
+                    do throws(ConfigError) {
+                        _ = try EligibilityRule.parse(eligibility, path: "$.eligibility")
+                    } catch {
+                        throw AdminError.invalidCatalog([error])
+                    }
+                }
                 var body: [String: JSONValue] = [
                     "readAt": .int(apple.fetchedAt), "added": .array(imported.added),
                     "skipped": .array(

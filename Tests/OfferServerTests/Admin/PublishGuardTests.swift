@@ -236,6 +236,18 @@ struct PublishGuardTests {
         #expect(offers.map { $0["id"]?.stringValue } == ["lapsed", "once", "winter"])
         #expect(offers.last == winter)
         #expect(try world.fixture.auditEntries().last?.record.action == "draft.save")
+        // A bad template is refused even when nothing would take it (every code is in the draft now), and save must
+        // be a boolean.
+        let unused = try world.fixture.send(
+            "POST", path, json: .object(["eligibility": .object(["daysSinceExpiry": .string("soon")])]),
+            headers: world.editor)
+        #expect(unused.status == 422)
+        #expect(
+            unused.json?["error"]?["errors"]?.arrayValue?.first?["path"] == .string("$.eligibility.daysSinceExpiry"))
+        let notBoolean = try world.fixture.send(
+            "POST", path, json: .object(["eligibility": template, "save": .string("yes")]), headers: world.editor)
+        #expect(notBoolean.status == 400)
+        #expect(notBoolean.json?["error"]?["field"] == .string("save"))
         // An unknown code is named.
         let unknown = try world.fixture.send(
             "POST", path, json: .object(["eligibility": template, "offerCodes": .array([.string("spring")])]),
