@@ -7,11 +7,22 @@ import Synchronization
 /// flush), and calls each completion with its result only after `commit` returned. While a group commits, new
 /// records gather for the next one, so the busier the service, the more signatures one flush serves.
 final class GroupCommit: Sendable {
-    /// One record waiting for the writer.
+    /// One record waiting for the writer: a signature (with the exposure it may carry), or exposures alone.
     struct Pending: Sendable {
-        let signature: IssuedSignature
+        let signature: IssuedSignature?
+        let exposures: [Exposure]
         let admit: (@Sendable (OfferUsage) -> Bool)?
         let completion: @Sendable (Result<LedgerOutcome, LedgerError>) -> Void
+
+        init(
+            signature: IssuedSignature?, exposures: [Exposure] = [], admit: (@Sendable (OfferUsage) -> Bool)?,
+            completion: @escaping @Sendable (Result<LedgerOutcome, LedgerError>) -> Void
+        ) {
+            self.signature = signature
+            self.exposures = signature?.exposure.map { [$0] } ?? exposures
+            self.admit = admit
+            self.completion = completion
+        }
     }
 
     /// What committing a group in one transaction came to. Backends commit without a savepoint per record (they
@@ -53,12 +64,10 @@ final class GroupCommit: Sendable {
     /// and returns one result per record, in order (a failed transaction fails every record); the ledger passes
     /// the same function with every record.
     func record(
-        _ signature: IssuedSignature, admit: (@Sendable (OfferUsage) -> Bool)?,
-        completion: @escaping @Sendable (Result<LedgerOutcome, LedgerError>) -> Void,
-        commit: @escaping @Sendable ([Pending]) -> [Result<LedgerOutcome, LedgerError>]
+        _ pending: Pending, commit: @escaping @Sendable ([Pending]) -> [Result<LedgerOutcome, LedgerError>]
     ) {
         let startWriter = waiting.withLock { waiting -> Bool in
-            waiting.records.append(Pending(signature: signature, admit: admit, completion: completion))
+            waiting.records.append(pending)
             guard !waiting.writing else { return false }
             waiting.writing = true
             return true

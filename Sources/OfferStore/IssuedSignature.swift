@@ -24,6 +24,9 @@ public struct IssuedSignature: Sendable, Equatable {
     /// How long the signature holds a place against its offer's limits, in milliseconds: the offer's
     /// `signatureTTL`, used to count when it is recorded (not stored: counts always use the offer's current one).
     public var signatureTTL: Int64
+    /// The customer's exposure to the offer the signature is for, recorded with it (its signature issued, when it is
+    /// admitted); `nil` when the decision exposed no one.
+    public var exposure: Exposure?
 
     /// A request's `Idempotency-Key`: a repeat of the same request (same `requestHash`) under the same key, from
     /// `validFrom` on, gets `answer` again instead of a new signature.
@@ -51,8 +54,10 @@ public struct IssuedSignature: Sendable, Equatable {
     public init(
         bundleId: String, offerId: String, productId: String, customerKey: String?, nonce: String, keyId: String,
         format: String, issuedAt: Int64, requestId: String? = nil, idempotency: Idempotency? = nil,
-        namespace: LedgerNamespace = .production, signatureTTL: Int64 = OfferLimits.defaultSignatureTTL
+        namespace: LedgerNamespace = .production, signatureTTL: Int64 = OfferLimits.defaultSignatureTTL,
+        exposure: Exposure? = nil
     ) {
+        self.exposure = exposure
         self.idempotency = idempotency
         self.namespace = namespace
         self.signatureTTL = signatureTTL

@@ -12,7 +12,7 @@ import Synchronization
 /// ledger.record(signature, admit: { LimitPolicy.allows(limits, usage: $0, customerKey: key) }) { result in ... }
 /// ```
 public protocol Ledger: UsageCounts, RedemptionLog, SubscriptionStates, SignatureLog, NotificationLog,
-    LedgerOperations
+    LedgerOperations, ExposureLog
 {
     /// Throws what keeps the store from answering, or from recording, now (for `/readyz`): a store that cannot
     /// record is not ready. The error names what failed, for the log; it may name a file or the redacted DSN.
@@ -153,7 +153,7 @@ extension NotificationLog {
 }
 
 /// The result of an operation that answers through a completion, waited for on this thread.
-private func waited<Value: Sendable>(
+func waited<Value: Sendable>(
     _ start: (@escaping @Sendable (Result<Value, LedgerError>) -> Void) -> Void
 ) throws(LedgerError) -> Value {
     let done = DispatchSemaphore(value: 0)
@@ -196,6 +196,8 @@ public struct LedgerOutcome: Sendable, Equatable {
     /// A signature recorded earlier under the same `Idempotency-Key` (within its window): nothing was counted
     /// or recorded; the caller answers with it (or 422 when the request differs).
     public var previous: PreviousAnswer?
+    /// The exposures recorded for the first time (the signature's, or those recorded alone).
+    public var newExposures: [Exposure] = []
 
     public init(recorded: Bool, usage: OfferUsage, previous: PreviousAnswer? = nil) {
         self.recorded = recorded

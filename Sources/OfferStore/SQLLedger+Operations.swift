@@ -104,6 +104,12 @@ extension SQLLedger {
             purged += deleted
             if deleted < Self.purgeBatch { break }
         }
+        while true {
+            let deleted = try database.transaction { (writer) throws(LedgerError) -> Int in
+                try Self.purgeExposures(writer, before: before, batch: Self.purgeBatch)
+            }
+            if deleted < Self.purgeBatch { break }
+        }
         let answersBefore = now - IssuedSignature.Idempotency.window
         while true {
             let cleared = try database.transaction { (writer) throws(LedgerError) -> Int in

@@ -12,7 +12,9 @@ extension SQLLedger {
         guard transaction.transition(from: run) != nil else { return .unchanged }
         return try database.transaction { (writer) throws(LedgerError) -> RedemptionOutcome in
             try writer.lock(Self.observationLocks(transaction))
-            return try Self.observe(writer, transaction)
+            let outcome = try Self.observe(writer, transaction)
+            _ = try Self.learn(writer, transaction)
+            return outcome
         }
     }
 
@@ -45,6 +47,7 @@ extension SQLLedger {
             try writer.write(Query.linkRedemption, [.text(nonce), .text(transaction.transactionId)])
         }
         try writer.write(Query.addRedemptionToTotal, [.text(app), .text(offerId)])
+        try exposureRedeemed(writer, app: app, offerId: offerId, customer: customer, purchase: transaction.purchaseDate)
         return .redeemed(nonce: nonce)
     }
 
@@ -118,7 +121,10 @@ extension SQLLedger {
     ) throws(LedgerError) -> NotificationEffects {
         let app = update.storedApp
         var effects = NotificationEffects()
-        if let observed = update.observed { effects.redemption = try observe(writer, observed) }
+        if let observed = update.observed {
+            effects.redemption = try observe(writer, observed)
+            effects.conversions = try learn(writer, observed)
+        }
         if let revocation = update.revocation,
             let row = try writer.row(Query.selectRevocation, [.text(app), .text(revocation.transactionId)]),
             revocation.applies(after: row.integer("revocation_signed_ms"))
@@ -132,6 +138,7 @@ extension SQLLedger {
             effects.revocationChanged = true
         }
         guard let original = update.originalTransactionId else { return effects }
+        if let ended = update.ended { try exposuresLapsed(writer, app: app, customer: original, ended: ended) }
         let subscription: [SQLValue] = [.text(app), .text(original)]
         let stored = try writer.row(Query.selectStateOrder, subscription)
         if let transaction = update.transaction {

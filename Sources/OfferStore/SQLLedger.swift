@@ -125,7 +125,12 @@ public final class SQLLedger: Ledger {
         _ signature: IssuedSignature, admit: (@Sendable (OfferUsage) -> Bool)?,
         completion: @escaping @Sendable (Result<LedgerOutcome, LedgerError>) -> Void
     ) {
-        writer.record(signature, admit: admit, completion: completion) { [self] group in commit(group) }
+        enqueue(GroupCommit.Pending(signature: signature, admit: admit, completion: completion))
+    }
+
+    /// Hands a record to the writer's next group.
+    func enqueue(_ pending: GroupCommit.Pending) {
+        writer.record(pending) { [self] group in commit(group) }
     }
 
     /// One transaction for the whole group (`commitTogether`); should a record fail, each record again in a
@@ -191,7 +196,7 @@ public final class SQLLedger: Ledger {
                     let pending = group[next]
                     next += 1
                     results.append(.success(try Self.record(transaction, pending, &counts)))
-                    guard speculate, pending.admit != nil || pending.signature.idempotency != nil,
+                    guard speculate, pending.admit != nil || pending.signature?.idempotency != nil,
                         next < group.endIndex
                     else { continue }
                     guard let rest = try Self.speculation(transaction, group[next...], &counts) else {
@@ -200,6 +205,7 @@ public final class SQLLedger: Ledger {
                     results += rest
                     next = group.endIndex
                 }
+                results = try Self.expose(transaction, group, results)
                 for total in counts.takeTotals() {
                     try transaction.write(
                         Query.addToTotal,
@@ -236,8 +242,11 @@ public final class SQLLedger: Ledger {
         // Where each record's reads come in the round trip's results.
         var reads: [(previous: Int?, usage: Int?)] = []
         for pending in rest {
-            let signature = pending.signature
             var read: (previous: Int?, usage: Int?) = (nil, nil)
+            guard let signature = pending.signature else {
+                reads.append(read)
+                continue
+            }
             if let idempotency = signature.idempotency {
                 read.previous = try transaction.readLater(
                     Query.previousAnswer, previousAnswerValues(signature, idempotency))
@@ -269,8 +278,8 @@ public final class SQLLedger: Ledger {
     private func afterFailure(
         _ pending: GroupCommit.Pending, _ error: LedgerError
     ) throws(LedgerError) -> Result<LedgerOutcome, LedgerError> {
-        let signature = pending.signature
-        guard error.kind == .uniqueViolation, error.description.contains(Self.idempotencyIndex),
+        guard let signature = pending.signature, error.kind == .uniqueViolation,
+            error.description.contains(Self.idempotencyIndex),
             let idempotency = signature.idempotency,
             let previous = try previousAnswer(
                 bundleId: signature.bundleId, idempotencyKey: idempotency.key, validFrom: idempotency.validFrom)
@@ -281,7 +290,7 @@ public final class SQLLedger: Ledger {
     private static func record(
         _ transaction: any SQLTransaction, _ pending: GroupCommit.Pending, _ counts: inout GroupCounts
     ) throws(LedgerError) -> LedgerOutcome {
-        let signature = pending.signature
+        guard let signature = pending.signature else { return LedgerOutcome(recorded: true, usage: .none) }
         if let idempotency = signature.idempotency {
             if let previous = try previousAnswer(
                 transaction.rows(Query.previousAnswer, previousAnswerValues(signature, idempotency)))
@@ -329,7 +338,7 @@ public final class SQLLedger: Ledger {
     static func locks(_ group: [GroupCommit.Pending]) -> [SQLLock] {
         var locks: [SQLLock] = []
         for pending in group {
-            let signature = pending.signature
+            guard let signature = pending.signature else { continue }
             locks.append(SQLLock(LockClass.offer, signature.storedApp, signature.offerId))
             if pending.admit != nil, let customerKey = signature.customerKey {
                 locks.append(SQLLock(LockClass.customer, signature.storedApp, customerKey))
@@ -404,7 +413,9 @@ public final class SQLLedger: Ledger {
         let erased = try database.transaction { (transaction) throws(LedgerError) -> Int in
             var erased = 0
             for statement in Query.forgetCounted { erased += try transaction.execute(statement, [.text(customerKey)]) }
-            for statement in Query.forget { try transaction.execute(statement, [.text(customerKey)]) }
+            for statement in Query.forget + [ExposureQuery.forget] {
+                try transaction.execute(statement, [.text(customerKey)])
+            }
             return erased
         }
         database.erased()

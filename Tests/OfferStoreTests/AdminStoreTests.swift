@@ -738,7 +738,7 @@ struct AdminStoreTests {
     }
 
     @Test(
-        "SQLite: the ledger and the admin store open the file in either order, at schema version 9",
+        "SQLite: the ledger and the admin store open the file in either order, at the newest schema version",
         arguments: [true, false])
     func sharedFile(adminFirst: Bool) throws {
         let admin: SQLAdminStore
@@ -750,8 +750,8 @@ struct AdminStoreTests {
             ledger = try SQLLedger(sqlite: sqlitePath)
             admin = try SQLAdminStore(sqlite: sqlitePath)
         }
-        #expect(SQLSchema.currentVersion(.sqlite) == 10)
-        #expect(try Self.schemaVersion(sqlitePath) == ["10"])
+        #expect(SQLSchema.currentVersion(.sqlite) == 11)
+        #expect(try Self.schemaVersion(sqlitePath) == ["11"])
         try LedgerTests.add(LedgerTests.signature("a"), to: ledger)
         try Self.publish(admin, after: 0)
         #expect(try ledger.usage(LedgerTests.key("a")).customerSignatures == 1)
@@ -773,7 +773,7 @@ struct AdminStoreTests {
             VALUES ('com.example', 'o1', 'a', 'n1', 'K', 'jws', 1800000000000)
             """)
         let admin = try SQLAdminStore(sqlite: sqlitePath)
-        #expect(try Self.schemaVersion(sqlitePath) == ["10"])
+        #expect(try Self.schemaVersion(sqlitePath) == ["11"])
         try Self.publish(admin, after: 0)
         #expect(try SQLLedger(sqlite: sqlitePath).signature(nonce: "n1")?.customerKey == "a")
     }
@@ -783,7 +783,7 @@ struct AdminStoreTests {
     static let versions = PostgreSQLStatement("versions", "SELECT version::text FROM schema_version ORDER BY version")
 
     @Test(
-        "PostgreSQL: the ledger and the admin store open the database in either order, at schema version 6",
+        "PostgreSQL: the ledger and the admin store open the database in either order, at the newest schema version",
         arguments: [true, false])
     func sharedDatabase(adminFirst: Bool) throws {
         let schema = try schemas.make()
@@ -796,7 +796,7 @@ struct AdminStoreTests {
             ledger = try SQLLedger(postgresql: schema.configuration(), connections: 2)
             admin = try SQLAdminStore(postgresql: schema.configuration())
         }
-        #expect(try schema.superuser().rows(Self.versions) == [["1"], ["2"], ["3"], ["4"], ["5"], ["6"]])
+        #expect(try schema.superuser().rows(Self.versions) == [["1"], ["2"], ["3"], ["4"], ["5"], ["6"], ["7"]])
         try LedgerTests.add(LedgerTests.signature("a"), to: ledger)
         try Self.publish(admin, after: 0)
         #expect(try ledger.usage(LedgerTests.key("a")).customerSignatures == 1)

@@ -20,7 +20,8 @@ struct GroupCommitTests {
         func group(answered result: Result<LedgerOutcome, LedgerError>) {
             answer.withLock { $0 = result }
             let done = DispatchSemaphore(value: 0)
-            writer.record(LedgerTests.signature("a"), admit: nil, completion: { _ in done.signal() }) {
+            let pending = GroupCommit.Pending(signature: LedgerTests.signature("a"), admit: nil) { _ in done.signal() }
+            writer.record(pending) {
                 [self] group in
                 Array(repeating: answer.withLock { $0 }, count: group.count)
             }

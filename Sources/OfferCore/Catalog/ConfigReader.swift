@@ -43,6 +43,16 @@ public struct ConfigReader {
         return reader.integer(key, in: Int64(range.lowerBound)...Int64(range.upperBound)).map { Int($0) }
     }
 
+    /// A number (an integer or one with a fraction) within `range`; `unit` follows the bounds in the message.
+    public mutating func number(_ key: String, range: ClosedRange<Double>, unit: String = "") -> Double? {
+        known.insert(key)
+        func text(_ bound: Double) -> String { bound == bound.rounded() ? String(Int64(bound)) : String(bound) }
+        let expected = "a number from \(text(range.lowerBound)) to \(text(range.upperBound))\(unit)"
+        return reader.member(key, required: true, expected: .described(expected)) { value in
+            value.doubleValue.flatMap { range.contains($0) ? $0 : nil }
+        }
+    }
+
     public mutating func array(_ key: String, required: Bool = true, allowEmpty: Bool = false) -> [JSONValue]? {
         known.insert(key)
         return reader.array(key, required: required, allowEmpty: allowEmpty)

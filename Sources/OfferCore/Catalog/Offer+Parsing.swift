@@ -64,11 +64,30 @@ extension Offer {
                         "needs a verified customer to count by; remove it or set requiresVerifiedCustomer to true"))
             }
         }
+        var experiment: Experiment?
+        if let experimentValue = reader.value("experiment") {
+            experiment = Experiment.parse(experimentValue, path: "\(path).experiment", errors: &errors)
+            if type == .introductoryOffer {
+                errors.append(
+                    ConfigError(
+                        path: "\(path).experiment",
+                        "only promotional and winBack offers take an experiment (an introductory offer's answer is "
+                            + "signed either way)"))
+            }
+            if !requiresVerified {
+                errors.append(
+                    ConfigError(
+                        path: "\(path).experiment",
+                        "needs verified customers to split and follow; remove it or set requiresVerifiedCustomer to "
+                            + "true"))
+            }
+        }
         reader.finish(into: &errors)
         guard let id, let type, let productIds else { return nil }
         return Offer(
             id: id, kind: type, productIds: productIds, eligibility: rule, activeWindow: window,
-            requiresVerifiedCustomer: requiresVerified, subscriptionGroupId: group, limits: limits, path: path)
+            requiresVerifiedCustomer: requiresVerified, subscriptionGroupId: group, limits: limits,
+            experiment: experiment, path: path)
     }
 
     private static func parseLimits(_ value: JSONValue, path: String, errors: inout [ConfigError]) -> OfferLimits? {

@@ -21,14 +21,19 @@ public struct Offer: Sendable {
     public var subscriptionGroupId: String?
     /// How many signatures the offer may have; enforced by the server's ledger.
     public var limits: OfferLimits?
+    /// A holdout experiment on the offer: while it runs, its share of customers is kept from the offer and the two
+    /// arms are compared.
+    public var experiment: Experiment?
     /// JSON path of the offer in the configuration, for explanations.
     public var path: String
 
     public init(
         id: String, kind: Kind, productIds: [String], eligibility: EligibilityRule? = nil,
         activeWindow: ActiveWindow = ActiveWindow(from: nil, until: nil), requiresVerifiedCustomer: Bool = true,
-        subscriptionGroupId: String? = nil, limits: OfferLimits? = nil, path: String = "$"
+        subscriptionGroupId: String? = nil, limits: OfferLimits? = nil, experiment: Experiment? = nil,
+        path: String = "$"
     ) {
+        self.experiment = experiment
         self.id = id
         self.kind = kind
         self.productIds = productIds

@@ -11,7 +11,9 @@
 /// 4. for win-back offers, Apple's own list: the customer's renewal info names the offer in
 ///    `eligibleWinBackOfferIds`;
 /// 5. the offer's `eligibility` rule;
-/// 6. once all of that passed, the signature's `admission` (the app's abuse guard, for a signature that is guarded,
+/// 6. while the offer's `experiment` runs, its holdout: a rollout of the treatment's share (`rollout_excluded` for the
+///    held out);
+/// 7. once all of that passed, the signature's `admission` (the app's abuse guard, for a signature that is guarded,
 ///    and the offer's `limits`) over the ledger's counts, when a ledger is given; without, the ledger checks it when
 ///    it records the signature.
 public struct OfferDecision: Sendable {
@@ -25,6 +27,12 @@ public struct OfferDecision: Sendable {
     public let admission: Admission?
     /// The ledger's counts the admission was checked on here, if it was.
     public let counts: OfferUsage?
+    /// The customer's side of the offer's split when this decision exposes them (a verified customer with a key,
+    /// refused by nothing but a rollout or not refused at all; the limits' answer does not change the arm): what the
+    /// ledger keeps as their exposure. `nil`: not an exposure.
+    public let arm: ExperimentArm?
+    /// The ID of the experiment running at the decision's time, else `""`: the period the exposure belongs to.
+    public let experimentId: String
 
     /// What the client may see: eligible, or the failed rules by name and code.
     public var outcome: EligibilityDecision { trace.decision }
@@ -48,7 +56,8 @@ public struct OfferDecision: Sendable {
                     expected: "Apple-signed data that verifies", path: "\(offer.path).requiresVerifiedCustomer"))
             if !verified {
                 return OfferDecision(
-                    offer: offer, children: children, limitsChecked: false, admission: nil, counts: nil)
+                    offer: offer, children: children, limitsChecked: false, admission: nil, counts: nil, arm: nil,
+                    experimentId: "")
             }
         }
         let facts = customer?.facts ?? CustomerFacts()
@@ -58,20 +67,32 @@ public struct OfferDecision: Sendable {
         default: break
         }
         if let rule = offer.eligibility { children.append(rule.evaluate(facts, path: "\(offer.path).eligibility")) }
+        let experiment = offer.experiment.flatMap { $0.isRunning(at: now) ? $0 : nil }
+        if let experiment { children.append(experiment.evaluate(customerKey: facts.customerKey)) }
+        let arm = customer != nil && facts.customerKey != nil ? Self.arm(children) : nil
+        let experimentId = experiment?.id ?? ""
         guard children.allSatisfy(\.passed) else {
             return OfferDecision(
-                offer: offer, children: children, limitsChecked: offer.limits == nil, admission: nil, counts: nil)
+                offer: offer, children: children, limitsChecked: offer.limits == nil, admission: nil, counts: nil,
+                arm: arm, experimentId: experimentId)
         }
         let admission = Admission(
             limits: offer.limits, abuseGuard: abuseGuard, customerKey: facts.customerKey, now: now, path: offer.path)
         guard let usage, admission.counts else {
             return OfferDecision(
-                offer: offer, children: children, limitsChecked: offer.limits == nil, admission: admission, counts: nil)
+                offer: offer, children: children, limitsChecked: offer.limits == nil, admission: admission, counts: nil,
+                arm: arm, experimentId: experimentId)
         }
         let counts = try usage.usage(usageKey(offer, bundleId: bundleId, facts: facts, now: now))
         return OfferDecision(
             offer: offer, children: children + admission.traces(counts), limitsChecked: true, admission: admission,
-            counts: counts)
+            counts: counts, arm: arm, experimentId: experimentId)
+    }
+
+    /// The arm the rules' traces put a customer in: treatment when all passed, holdout when only rollouts refused.
+    private static func arm(_ children: [RuleTrace]) -> ExperimentArm? {
+        if children.allSatisfy(\.passed) { return .treatment }
+        return children.allSatisfy(\.passesWithRolloutsIncluded) ? .holdout : nil
     }
 
     /// The counts `offer`'s limits are decided on for the customer of `facts` at `now`: in the customer's
@@ -89,7 +110,8 @@ public struct OfferDecision: Sendable {
     public func refused(by limitTraces: [RuleTrace]) -> OfferDecision {
         let children = trace.children.filter { $0.rule != LimitPolicy.rule } + limitTraces
         return OfferDecision(
-            offer: offer, children: children, limitsChecked: true, admission: admission, counts: counts)
+            offer: offer, children: children, limitsChecked: true, admission: admission, counts: counts, arm: arm,
+            experimentId: experimentId)
     }
 
     /// The abuse guard's refusal in this decision's trace (counts read by `decide`), if it failed.
@@ -99,8 +121,11 @@ public struct OfferDecision: Sendable {
     }
 
     private init(
-        offer: Offer, children: [RuleTrace], limitsChecked: Bool, admission: Admission?, counts: OfferUsage?
+        offer: Offer, children: [RuleTrace], limitsChecked: Bool, admission: Admission?, counts: OfferUsage?,
+        arm: ExperimentArm?, experimentId: String
     ) {
+        self.arm = arm
+        self.experimentId = experimentId
         self.offer = offer
         let passed = children.allSatisfy(\.passed)
         self.trace = RuleTrace(

@@ -19,11 +19,17 @@ public struct ObservedTransaction: Sendable, Equatable {
     public var offerId: String?
     /// 2 promotional, 4 win-back; `nil` with `offerId`.
     public var offerType: Int?
+    /// What the customer paid, in milliunits of `currency`, when Apple says (an exposure's revenue).
+    public var price: Int64?
+    /// ISO 4217, with `price`.
+    public var currency: String?
 
     public init(
         bundleId: String, namespace: LedgerNamespace, originalTransactionId: String, transactionId: String,
-        purchaseDate: Int64, offerId: String?, offerType: Int?
+        purchaseDate: Int64, offerId: String?, offerType: Int?, price: Int64? = nil, currency: String? = nil
     ) {
+        self.price = price
+        self.currency = currency
         self.bundleId = bundleId
         self.namespace = namespace
         self.originalTransactionId = originalTransactionId
@@ -49,7 +55,8 @@ public struct ObservedTransaction: Sendable, Equatable {
         self.init(
             bundleId: bundleId, namespace: LedgerNamespace(environment: transaction.environment?.rawValue),
             originalTransactionId: originalTransactionId, transactionId: transactionId,
-            purchaseDate: purchaseDate, offerId: offerId, offerType: offerId == nil ? nil : offerType)
+            purchaseDate: purchaseDate, offerId: offerId, offerType: offerId == nil ? nil : offerType,
+            price: transaction.currency == nil ? nil : transaction.price, currency: transaction.currency)
     }
 }
 

@@ -65,13 +65,17 @@ public struct ReceivedNotification: Sendable, Equatable {
     /// The subscription's transaction, to keep when newer; `nil` when it is no auto-renewable subscription's.
     public var transaction: StateTransaction?
     public var renewalInfo: StateRenewalInfo?
+    /// When the subscription ended, for an `EXPIRED`, `GRACE_PERIOD_EXPIRED`, `REFUND` or `REVOKE` notification (the
+    /// revocation's date, else when Apple signed it); `nil` otherwise.
+    public var ended: Int64?
 
     public init(
         notificationUUID: String, bundleId: String, namespace: LedgerNamespace, notificationType: String,
         subtype: String?, signedDate: Int64, receivedAt: Int64, originalTransactionId: String?,
         observed: ObservedTransaction?, revocation: Revocation?, transaction: StateTransaction?,
-        renewalInfo: StateRenewalInfo?
+        renewalInfo: StateRenewalInfo?, ended: Int64? = nil
     ) {
+        self.ended = ended
         self.notificationUUID = notificationUUID
         self.bundleId = bundleId
         self.namespace = namespace
@@ -113,7 +117,18 @@ public struct ReceivedNotification: Sendable, Equatable {
             },
             renewalInfo: renewalInfo.flatMap {
                 SubscriptionUpdate.stateRenewalInfo($0, signed: payload.data?.signedRenewalInfo)
-            })
+            },
+            ended: Self.ended(payload.notificationType, transaction, signedAt: payload.signedDate ?? receivedAt))
+    }
+
+    /// The notification types that say a subscription ended.
+    private static let endings: Set<NotificationType> = [.expired, .gracePeriodExpired, .refund, .revoke]
+
+    private static func ended(
+        _ type: NotificationType?, _ transaction: JWSTransactionPayload?, signedAt: Int64
+    ) -> Int64? {
+        guard let type, endings.contains(type) else { return nil }
+        return transaction?.revocationDate ?? signedAt
     }
 
     /// What the notification teaches about its subscription, as every backend records it (with `recordState`'s
@@ -122,7 +137,7 @@ public struct ReceivedNotification: Sendable, Equatable {
         SubscriptionUpdate(
             bundleId: bundleId, namespace: namespace, originalTransactionId: originalTransactionId,
             receivedAt: receivedAt, observed: observed, revocation: revocation, transaction: transaction,
-            renewalInfo: renewalInfo)
+            renewalInfo: renewalInfo, ended: ended)
     }
 
     /// The app's key in storage for the notification's namespace (`LedgerNamespace.storedApp`).
@@ -147,6 +162,8 @@ public struct NotificationEffects: Sendable, Equatable {
     public var transactionKept: Bool
     /// Its server-known renewal info was replaced (or first kept).
     public var renewalInfoKept: Bool
+    /// The exposed customers' conversions it recorded.
+    public var conversions: [ExposureConversion] = []
 
     public init(
         redemption: RedemptionOutcome = .unchanged, revocationChanged: Bool = false, transactionKept: Bool = false,

@@ -18,12 +18,17 @@ public struct SubscriptionUpdate: Sendable, Equatable {
     /// The subscription's transaction, to keep when newer; `nil` when it is no auto-renewable subscription's.
     public var transaction: ReceivedNotification.StateTransaction?
     public var renewalInfo: ReceivedNotification.StateRenewalInfo?
+    /// When the subscription ended, if this data says it did (expired past any grace period and billing retry,
+    /// refunded or revoked), Unix milliseconds: an exposed customer who converted and was not retained lapsed.
+    public var ended: Int64?
 
     public init(
         bundleId: String, namespace: LedgerNamespace, originalTransactionId: String?, receivedAt: Int64,
         observed: ObservedTransaction?, revocation: ReceivedNotification.Revocation?,
-        transaction: ReceivedNotification.StateTransaction?, renewalInfo: ReceivedNotification.StateRenewalInfo?
+        transaction: ReceivedNotification.StateTransaction?, renewalInfo: ReceivedNotification.StateRenewalInfo?,
+        ended: Int64? = nil
     ) {
+        self.ended = ended
         self.bundleId = bundleId
         self.namespace = namespace
         self.originalTransactionId = originalTransactionId
@@ -49,7 +54,20 @@ public struct SubscriptionUpdate: Sendable, Equatable {
             revocation: Self.revocation(
                 of: transaction, reversed: false, signedAt: transaction.signedDate ?? receivedAt),
             transaction: Self.stateTransaction(transaction, signed: signedTransaction),
-            renewalInfo: renewalInfo.flatMap { Self.stateRenewalInfo($0, signed: signedRenewalInfo) })
+            renewalInfo: renewalInfo.flatMap { Self.stateRenewalInfo($0, signed: signedRenewalInfo) },
+            ended: Self.ended(transaction, renewalInfo, at: receivedAt))
+    }
+
+    /// When a subscription as looked up at `now` ended: its transaction's revocation, else its expiry when that has
+    /// passed and neither a grace period nor Apple's billing retry still runs; `nil` when it has not.
+    public static func ended(
+        _ transaction: JWSTransactionPayload, _ renewalInfo: JWSRenewalInfoPayload?, at now: Int64
+    ) -> Int64? {
+        if let revoked = transaction.revocationDate { return revoked }
+        guard let expires = transaction.expiresDate, expires <= now, renewalInfo?.isInBillingRetryPeriod != true,
+            (renewalInfo?.gracePeriodExpiresDate ?? .min) <= now
+        else { return nil }
+        return expires
     }
 
     /// The app's key in storage for the update's namespace (`LedgerNamespace.storedApp`).

@@ -108,3 +108,24 @@ public struct RuleTrace: Sendable, Equatable {
             rule: rule, code: code, passed: passed, observed: "", expected: "", path: path, children: children)
     }
 }
+
+extension RuleTrace {
+    /// Whether this trace would pass had every rollout it holds included the customer: a `rollout_excluded` leaf
+    /// counts as passed, and `all`, `any` and `not` are combined again over that. What tells a holdout (kept from
+    /// the offer by a rollout alone) from a customer the offer's rules refused.
+    public var passesWithRolloutsIncluded: Bool {
+        if passed && !children.contains(where: { $0.holdsRollout }) { return true }
+        if rule == "rollout" { return passed || code == "rollout_excluded" }
+        switch rule {
+        case "any": return children.contains { $0.passesWithRolloutsIncluded }
+        case "not":
+            guard let child = children.first else { return passed }
+            return !child.isUnknown && !child.passesWithRolloutsIncluded
+        default:
+            return children.isEmpty ? passed : children.allSatisfy { $0.passesWithRolloutsIncluded }
+        }
+    }
+
+    /// Whether a rollout is somewhere in this trace.
+    private var holdsRollout: Bool { rule == "rollout" || children.contains { $0.holdsRollout } }
+}

@@ -385,3 +385,17 @@ public struct EligibilityService: Sendable {
         }
     }
 }
+
+extension EligibilityService.Verdict {
+    /// The exposure this verdict records for its customer at `now`, if it is one (`OfferDecision.arm`).
+    public func exposure(at now: Int64) -> Exposure? {
+        decision.exposure(bundleId: app.bundleId, customer: customer, now: now)
+    }
+}
+
+extension EligibilityService.Listing {
+    /// The exposures the listing's decisions record at `now`: each offer decided that exposed the customer.
+    public func exposures(at now: Int64) -> [Exposure] {
+        decisions.compactMap { $0.exposure(bundleId: app.bundleId, customer: customer, now: now) }
+    }
+}

@@ -139,6 +139,19 @@ public final class Metrics: Sendable {
             type: "histogram",
             index: 30)
 
+        public static let exposures = Family(
+            name: "offer_signer_exposures_total",
+            help:
+                "Verified customers exposed to an offer, by arm (treatment: shown it; holdout: kept from it by a "
+                + "rollout alone), one per customer, offer and experiment period, as this process recorded them.",
+            type: "counter", index: 31)
+        public static let conversions = Family(
+            name: "offer_signer_conversions_total",
+            help:
+                "Exposed customers who bought or renewed after the exposure, by offer and arm, as this process "
+                + "recorded them from Apple's notifications.",
+            type: "counter", index: 32)
+
         /// The order families are rendered in.
         static let all: [Family] = [
             .build, .configuration, .reloads, .requests, .decisions, .notEligible, .limitsReached, .signatures,
@@ -147,7 +160,8 @@ public final class Metrics: Sendable {
             .offerBudgetRemaining, .offerReservations, .offerRedemptions, .notifications, .appleAPILookups,
             .appleAPILookupMilliseconds,
             .appleAPICalls, .appleAPICallMilliseconds, .appleAPICache, .appleAPIBreaker, .subscriptionLookups,
-            .retentionAnswers, .catalogVersion, .auditEntries, .auditHead, .adminAuthFailures, .requestDuration,
+            .retentionAnswers, .exposures, .conversions, .catalogVersion, .auditEntries, .auditHead,
+            .adminAuthFailures, .requestDuration,
         ]
     }
 

@@ -5,6 +5,7 @@ import OfferCore
 /// verified once, the subscription's facts brought up to date (`RequestFacts`), the listing decided.
 struct EligibilityRoutes {
     let facts: RequestFacts
+    let issuance: OfferIssuance
 
     var routes: [Route] { [.async("POST", "/v1/eligibility", eligibility)] }
 
@@ -15,6 +16,8 @@ struct EligibilityRoutes {
         let verified = try eligibility.verify(body.signedData, of: try eligibility.app(body.bundleId), now: context.now)
         try await facts.update(verified, context)
         let listing = try eligibility.eligibleOffers(verified, productIds: body.productIds, now: context.now)
+        // Every offer decided for the customer that exposed them (shown, or held out), before the answer goes.
+        try await issuance.expose(listing.exposures(at: context.now), context)
         let reply = EligibilityResponse(
             promotionalOffers: listing.promotionalOffers.map {
                 OfferProduct(offerId: $0.offerId, productId: $0.productId)

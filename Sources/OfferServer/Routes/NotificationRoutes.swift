@@ -37,6 +37,7 @@ struct NotificationRoutes {
             ) { continuation.resume(returning: $0) }
         }
         Self.count(context, type: outcome.type, result: outcome.result, acknowledged: outcome.error == nil)
+        context.record { $0.conversions += outcome.conversions.map { ($0.offerId, $0.arm.rawValue) } }
         guard let receipt = outcome.receipt else { throw outcome.error ?? OfferError.internalError }
         return .ok(NotificationReceipt(result: receipt).jsonBytes)
     }

@@ -37,6 +37,8 @@ struct OfferIssuance: Sendable {
         let customerKey: String?
         let namespace: LedgerNamespace
         let idempotency: IssuedSignature.Idempotency?
+        /// The customer's exposure to the offer, recorded with the signature (`OfferDecision.exposure`).
+        let exposure: Exposure?
         let answer: @Sendable (PromotionalOfferSignature) -> [UInt8]
     }
 
@@ -55,7 +57,7 @@ struct OfferIssuance: Sendable {
             bundleId: order.app.bundleId, offerId: offer.id, productId: order.productId,
             customerKey: order.customerKey, nonce: nonce, keyId: key.keyId, format: order.format.rawValue,
             issuedAt: context.now, requestId: context.requestId, idempotency: idempotency,
-            namespace: order.namespace, signatureTTL: offer.signatureTTL)
+            namespace: order.namespace, signatureTTL: offer.signatureTTL, exposure: order.exposure)
         let outcome = try await self.record(record, answer: body, decision: order.decision, context)
         switch outcome {
         case .issued:
@@ -118,6 +120,7 @@ struct OfferIssuance: Sendable {
         } else {
             outcome = LedgerOutcome(recorded: admit?(.none) ?? true, usage: .none)
         }
+        Self.count(outcome.newExposures, context)
         // The same request under the same key, recorded by the writer after the caller's look-up (a client's retry
         // while its first request waited for the commit).
         if let previous = outcome.previous { return .repeated(previous) }
@@ -129,6 +132,30 @@ struct OfferIssuance: Sendable {
             // The decision as the client sees it, with the limits another request reached first.
             return .refused(OfferError.notEligible(decision?.refused(by: traces).outcome.reasons ?? []))
         }
+    }
+
+    /// Records exposures without a signature (a holdout kept from the offer, the offers a listing decided), once
+    /// durable; a ledger failure is `storage_unavailable` (logged). Without storage nothing is recorded.
+    func expose(_ exposures: [Exposure], _ context: RequestContext) async throws(OfferError) {
+        guard let ledger, !exposures.isEmpty else { return }
+        let result = await withCheckedContinuation {
+            (continuation: CheckedContinuation<Result<[Exposure], LedgerError>, Never>) in
+            ledger.recordExposures(exposures) { result in
+                RouteExecutor.finishingHere { continuation.resume(returning: result) }
+            }
+        }
+        switch result {
+        case .success(let recorded): Self.count(recorded, context)
+        case .failure(let error):
+            context.log.error("ledger failure", [("kind", error.kind.rawValue), ("error", error.description)])
+            throw OfferError.storageUnavailable
+        }
+    }
+
+    /// Names the exposures recorded for the first time, for the exposures counter.
+    private static func count(_ exposures: [Exposure], _ context: RequestContext) {
+        guard !exposures.isEmpty else { return }
+        context.record { $0.exposures += exposures.map { ($0.offerId, $0.arm.rawValue) } }
     }
 
     /// `SignatureLog.record`, awaited; the task goes on on the ledger's writer, where what is left (the answer's

@@ -114,6 +114,7 @@ struct RetentionRoutes: Sendable {
                         transactionId: verified.payload.originalTransactionId, appAccountToken: nil,
                         customerKey: verified.payload.originalTransactionId, namespace: verified.namespace,
                         idempotency: key.recorded(answer: []),
+                        exposure: offer.exposure(bundleId: verified.app.bundleId, customer: customer, now: context.now),
                         answer: { signature in
                             guard case .jws(let jws) = signature else { return [] }
                             return RealtimeResponseBody.promotionalOffer(

@@ -36,6 +36,8 @@ struct SignatureRoutes {
         let verdict = try eligibility.promotionalOffer(
             offer, productId: body.productId, verified, now: context.now, countingLimits: false)
         guard verdict.decision.isEligible else {
+            // A holdout is an exposure too: what the offer's effect is measured against.
+            if let exposure = verdict.exposure(at: context.now) { try await issuance.expose([exposure], context) }
             let reasons = verdict.decision.outcome.reasons
             context.recordDecision("not_eligible", offer: offer.id, reasons: reasons)
             throw OfferError.notEligible(reasons)
@@ -46,7 +48,8 @@ struct SignatureRoutes {
             transactionId: verdict.customer?.signatureTransactionId,
             appAccountToken: body.appAccountToken?.lowercased(),
             customerKey: verdict.customer?.facts.customerKey, namespace: verdict.namespace,
-            idempotency: idempotency?.recorded(answer: []), answer: { $0.jsonBytes })
+            idempotency: idempotency?.recorded(answer: []), exposure: verdict.exposure(at: context.now),
+            answer: { $0.jsonBytes })
         switch try await issuance.issue(order, context) {
         case .issued(let answer): return .ok(answer)
         case .repeated(let previous): return try repeated(previous, idempotency, offerId: offer.id, context)

@@ -60,6 +60,12 @@ public struct MetricsMiddleware: Middleware {
         if let retention = facts.retention {
             metrics.increment(.retentionAnswers, ["app": app, "answer": retention.answer, "facts": retention.facts])
         }
+        for exposure in facts.exposures {
+            metrics.increment(.exposures, ["app": app, "offer": exposure.offer, "arm": exposure.arm])
+        }
+        for conversion in facts.conversions {
+            metrics.increment(.conversions, ["app": app, "offer": conversion.offer, "arm": conversion.arm])
+        }
         guard let offer = facts.offer, let decision = facts.decision else { return }
         if let signature = facts.signature {
             metrics.increment(

@@ -50,6 +50,10 @@ public final class RequestContext: Sendable {
         public var retention: (answer: String, facts: String)?
         /// On the admin listener: the name of the token asking (never the token itself).
         public var actor: String?
+        /// The exposures recorded for the first time, by offer and arm.
+        public var exposures: [(offer: String, arm: String)] = []
+        /// The exposed customers' conversions recorded, by offer and arm.
+        public var conversions: [(offer: String, arm: String)] = []
     }
 
     init(

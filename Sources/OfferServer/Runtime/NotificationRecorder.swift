@@ -18,6 +18,8 @@ public enum NotificationRecorder {
         public let receipt: NotificationReceipt.Result?
         /// Why it was not acknowledged, as the route answers it (400, 404, 503); `nil` when it was.
         public let error: (any Error)?
+        /// The exposed customers' conversions it recorded.
+        public var conversions: [ExposureConversion] = []
 
         /// A notification refused for `error` (a body or signed data that fails a check, an unknown app).
         public static func refused(_ error: any Error) -> Outcome {
@@ -52,8 +54,10 @@ public enum NotificationRecorder {
             switch outcome {
             case .success(.duplicate):
                 completion(Outcome(type: type, result: "duplicate", receipt: .duplicate, error: nil))
-            case .success(.recorded):
-                completion(Outcome(type: type, result: "recorded", receipt: .recorded, error: nil))
+            case .success(.recorded(let effects)):
+                var recorded = Outcome(type: type, result: "recorded", receipt: .recorded, error: nil)
+                recorded.conversions = effects.conversions
+                completion(recorded)
             case .failure(let error):
                 completion(
                     Outcome(

@@ -63,7 +63,7 @@ public final class OfferService: Sendable {
         let apple: [any Middleware] = [AccessLogMiddleware(), MetricsMiddleware(metrics)]
         let routes =
             SignatureRoutes(issuance: issuance, facts: facts).routes
-            + EligibilityRoutes(facts: facts).routes
+            + EligibilityRoutes(facts: facts, issuance: issuance).routes
             + NotificationRoutes(ledger: ledger).routes
             + RetentionRoutes(issuance: issuance, lookup: lookup ?? appStoreLookup, answers: RetentionAnswers()).routes
             + HealthRoutes(ledger: ledger, metrics: metrics).routes

@@ -425,5 +425,72 @@ enum SQLSchema {
                 """
             ]
         },
+        // Outcomes: one exposure per customer, offer and experiment period (`""` outside any), its arm and what
+        // became of it (a signature, a redemption, a conversion, a full-price renewal after it, the subscription's
+        // end), found by customer (what Apple's data updates) and counted by offer (the reports, through an index
+        // that holds every column they count); the revenue after exposures, one row per transaction and exposure
+        // (no customer key); and what the purge keeps of the exposures it deletes.
+        Step(sqlite: 11, postgresql: 7) { t in
+            [
+                """
+                CREATE TABLE exposures (
+                    id \(t.rowKey),
+                    bundle_id TEXT NOT NULL,
+                    offer_id TEXT NOT NULL,
+                    experiment_id TEXT NOT NULL,
+                    customer_key TEXT,
+                    arm TEXT NOT NULL,
+                    exposed_ms \(t.integer) NOT NULL,
+                    signed_ms \(t.integer),
+                    redeemed_ms \(t.integer),
+                    converted_ms \(t.integer),
+                    converted_with_offer \(t.integer),
+                    retained_ms \(t.integer),
+                    lapsed_ms \(t.integer)
+                )
+                """,
+                """
+                CREATE UNIQUE INDEX exposures_by_customer
+                ON exposures (bundle_id, customer_key, offer_id, experiment_id)
+                """,
+                """
+                CREATE INDEX exposures_by_offer
+                ON exposures (bundle_id, offer_id, experiment_id, arm, exposed_ms, signed_ms, redeemed_ms, converted_ms,
+                    converted_with_offer, retained_ms, lapsed_ms)
+                """,
+                "CREATE INDEX exposures_by_time ON exposures (exposed_ms)",
+                """
+                CREATE TABLE exposure_revenue (
+                    bundle_id TEXT NOT NULL,
+                    offer_id TEXT NOT NULL,
+                    experiment_id TEXT NOT NULL,
+                    arm TEXT NOT NULL,
+                    currency TEXT NOT NULL,
+                    transaction_id TEXT NOT NULL,
+                    milliunits \(t.integer) NOT NULL,
+                    at_ms \(t.integer) NOT NULL,
+                    PRIMARY KEY (bundle_id, offer_id, experiment_id, arm, currency, transaction_id)
+                )\(t.keyedTable)
+                """,
+                """
+                CREATE TABLE exposure_totals (
+                    bundle_id TEXT NOT NULL,
+                    offer_id TEXT NOT NULL,
+                    experiment_id TEXT NOT NULL,
+                    arm TEXT NOT NULL,
+                    exposures \(t.integer) NOT NULL,
+                    signed \(t.integer) NOT NULL,
+                    redeemed \(t.integer) NOT NULL,
+                    converted \(t.integer) NOT NULL,
+                    without_offer \(t.integer) NOT NULL,
+                    retained \(t.integer) NOT NULL,
+                    lapsed \(t.integer) NOT NULL,
+                    first_ms \(t.integer),
+                    last_ms \(t.integer),
+                    PRIMARY KEY (bundle_id, offer_id, experiment_id, arm)
+                )\(t.keyedTable)
+                """,
+            ]
+        },
     ]
 }

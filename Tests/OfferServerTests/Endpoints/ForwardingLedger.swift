@@ -58,6 +58,14 @@ class ForwardingLedger: Ledger, @unchecked Sendable {
         _ update: SubscriptionUpdate, completion: @escaping @Sendable (Result<NotificationEffects, LedgerError>) -> Void
     ) { memory.recordState(update, completion: completion) }
     func notification(uuid: String) throws(LedgerError) -> RecordedNotification? { try memory.notification(uuid: uuid) }
+    func recordExposures(
+        _ exposures: [Exposure], completion: @escaping @Sendable (Result<[Exposure], LedgerError>) -> Void
+    ) { memory.recordExposures(exposures, completion: completion) }
+    func outcomes(
+        bundleId: String, namespace: LedgerNamespace, offerId: String
+    ) throws(LedgerError) -> [ArmOutcome] {
+        try memory.outcomes(bundleId: bundleId, namespace: namespace, offerId: offerId)
+    }
     func redemptions(customerKey: String) throws(LedgerError) -> [RecordedRedemption] {
         try memory.redemptions(customerKey: customerKey)
     }

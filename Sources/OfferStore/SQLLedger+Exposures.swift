@@ -1,0 +1,284 @@
+import OfferCore
+
+/// Where exposures go, and what the reports read back: counts only.
+public protocol ExposureLog: Sendable {
+    /// Records `exposures` (a customer's first exposure to an offer in a period is kept; a later one changes nothing)
+    /// with the writer's next group, and calls `completion` once they are durable, with those recorded for the first
+    /// time.
+    func recordExposures(
+        _ exposures: [Exposure], completion: @escaping @Sendable (Result<[Exposure], LedgerError>) -> Void)
+    /// An offer's outcomes in one namespace, per period and arm: the exposures kept and what the purge kept of those
+    /// it deleted, with the revenue after them.
+    func outcomes(bundleId: String, namespace: LedgerNamespace, offerId: String) throws(LedgerError) -> [ArmOutcome]
+}
+
+extension ExposureLog {
+    /// `recordExposures(_:completion:)`, waited for: for callers that may block a thread (tests, the command line).
+    public func recordExposures(_ exposures: [Exposure]) throws(LedgerError) -> [Exposure] {
+        try waited { recordExposures(exposures, completion: $0) }
+    }
+}
+
+extension SQLLedger {
+    public func recordExposures(
+        _ exposures: [Exposure], completion: @escaping @Sendable (Result<[Exposure], LedgerError>) -> Void
+    ) {
+        guard !exposures.isEmpty else { return completion(.success([])) }
+        let pending = GroupCommit.Pending(signature: nil, exposures: exposures, admit: nil) { result in
+            completion(result.map(\.newExposures))
+        }
+        enqueue(pending)
+    }
+
+    public func outcomes(
+        bundleId: String, namespace: LedgerNamespace, offerId: String
+    ) throws(LedgerError) -> [ArmOutcome] {
+        let values: [SQLValue] = [.text(namespace.storedApp(bundleId)), .text(offerId)]
+        return try database.read { (reader) throws(LedgerError) -> [ArmOutcome] in
+            var revenue: [String: [Revenue]] = [:]
+            for row in try reader.rows(ExposureQuery.revenue, values) {
+                let key = "\(row.text("experiment_id") ?? "")\u{0}\(row.text("arm") ?? "")"
+                revenue[key, default: []].append(
+                    Revenue(
+                        currency: row.text("currency") ?? "", milliunits: row.integer("milliunits") ?? 0,
+                        transactions: row.int("transactions")))
+            }
+            let outcomes = try reader.rows(ExposureQuery.outcomes, values).compactMap { row -> ArmOutcome? in
+                guard let arm = row.text("arm").flatMap(ExperimentArm.init(rawValue:)) else { return nil }
+                let experimentId = row.text("experiment_id") ?? ""
+                return ArmOutcome(
+                    experimentId: experimentId, arm: arm, exposures: row.int("exposures"),
+                    signaturesIssued: row.int("signed"), redeemed: row.int("redeemed"),
+                    converted: row.int("converted"), convertedWithoutOffer: row.int("without_offer"),
+                    retained: row.int("retained"), lapsed: row.int("lapsed"), firstExposure: row.integer("first_ms"),
+                    lastExposure: row.integer("last_ms"))
+            }
+            var merged = ArmOutcome.merged(outcomes)
+            for index in merged.indices {
+                let key = "\(merged[index].experimentId)\u{0}\(merged[index].arm.rawValue)"
+                merged[index].revenue = (revenue.removeValue(forKey: key) ?? []).sorted { $0.currency < $1.currency }
+            }
+            return merged
+        }
+    }
+
+    /// The exposures of a group's records, after each record's own statements, in one round trip: each inserted
+    /// unless the customer was exposed to the offer in the period before, and marked signed when its signature was
+    /// recorded. Returns, per record, the exposures recorded for the first time.
+    static func expose(
+        _ transaction: any SQLTransaction, _ group: [GroupCommit.Pending],
+        _ results: [Result<LedgerOutcome, LedgerError>]
+    ) throws(LedgerError) -> [Result<LedgerOutcome, LedgerError>] {
+        var reads: [[(Exposure, Int)]] = []
+        for (pending, result) in zip(group, results) {
+            let signed = pending.signature != nil && (try? result.get())?.recorded == true
+            var read: [(Exposure, Int)] = []
+            for exposure in pending.exposures {
+                let key: [SQLValue] = [
+                    .text(exposure.storedApp), .text(exposure.customerKey), .text(exposure.offerId),
+                    .text(exposure.experimentId),
+                ]
+                let signedAt: SQLValue = .integer(signed ? exposure.at : nil)
+                read.append(
+                    (
+                        exposure,
+                        try transaction.readLater(
+                            ExposureQuery.insert, key + [.text(exposure.arm.rawValue), .integer(exposure.at), signedAt])
+                    ))
+                if signed { try transaction.write(ExposureQuery.signed, key + [signedAt]) }
+            }
+            reads.append(read)
+        }
+        guard reads.contains(where: { !$0.isEmpty }) else { return results }
+        let answers = try transaction.send()
+        return zip(results, reads).map { result, read in
+            result.map { outcome in
+                var outcome = outcome
+                outcome.newExposures = read.compactMap { answers[$0.1].isEmpty ? nil : $0.0 }
+                return outcome
+            }
+        }
+    }
+
+    /// What a verified transaction of an exposed customer's subscription teaches their exposures, in the caller's
+    /// transaction (its locks taken): a full-price renewal after a conversion retains them (before anything else, so
+    /// the same transaction never converts and retains); a purchase or renewal after the exposure converts them; its
+    /// price, in its currency, is the revenue after each exposure before it. Returns the conversions it recorded.
+    static func learn(
+        _ writer: any SQLTransaction, _ observed: ObservedTransaction
+    ) throws(LedgerError) -> [ExposureConversion] {
+        let customer: [SQLValue] = [
+            .text(observed.namespace.storedApp(observed.bundleId)), .text(observed.originalTransactionId),
+        ]
+        let purchase = SQLValue.integer(observed.purchaseDate)
+        if observed.offerId == nil { try writer.write(ExposureQuery.retained, customer + [purchase]) }
+        let converted = try writer.rows(ExposureQuery.converted, customer + [purchase, .text(observed.offerId)])
+        if let price = observed.price, let currency = observed.currency {
+            try writer.write(
+                ExposureQuery.addRevenue,
+                customer + [.text(currency), .text(observed.transactionId), .integer(price), purchase])
+        }
+        return converted.compactMap { row in
+            guard let offerId = row.text("offer_id"), let arm = row.text("arm").flatMap(ExperimentArm.init(rawValue:))
+            else { return nil }
+            return ExposureConversion(offerId: offerId, arm: arm)
+        }
+    }
+
+    /// A redemption of `offerId` by `customer` bought at `purchase`, on the customer's exposure to the offer before it.
+    static func exposureRedeemed(
+        _ writer: any SQLTransaction, app: String, offerId: String, customer: String, purchase: Int64
+    ) throws(LedgerError) {
+        try writer.write(ExposureQuery.redeemed, [.text(app), .text(customer), .text(offerId), .integer(purchase)])
+    }
+
+    /// The subscription's end at `ended`, on the exposures it converted and did not retain: lapsed.
+    static func exposuresLapsed(
+        _ writer: any SQLTransaction, app: String, customer: String, ended: Int64
+    ) throws(LedgerError) {
+        try writer.write(ExposureQuery.lapsed, [.text(app), .text(customer), .integer(ended)])
+    }
+
+    /// One purge batch of exposures first decided before `before`: deleted, and added to their offer's, period's and
+    /// arm's totals. Returns how many it deleted.
+    static func purgeExposures(_ writer: any SQLTransaction, before: Int64, batch: Int) throws(LedgerError) -> Int {
+        let rows = try writer.rows(ExposureQuery.purge, [.integer(before), .integer(batch)])
+        var totals: [[String]: ArmOutcome] = [:]
+        for row in rows {
+            guard let arm = row.text("arm").flatMap(ExperimentArm.init(rawValue:)) else { continue }
+            let key = [
+                row.text("bundle_id") ?? "", row.text("offer_id") ?? "", row.text("experiment_id") ?? "", arm.rawValue,
+            ]
+            let converted = row.integer("converted_ms") != nil
+            let one = ArmOutcome(
+                experimentId: key[2], arm: arm, exposures: 1, signaturesIssued: row.integer("signed_ms") != nil ? 1 : 0,
+                redeemed: row.integer("redeemed_ms") != nil ? 1 : 0, converted: converted ? 1 : 0,
+                convertedWithoutOffer: converted && row.integer("converted_with_offer") == 0 ? 1 : 0,
+                retained: row.integer("retained_ms") != nil ? 1 : 0, lapsed: row.integer("lapsed_ms") != nil ? 1 : 0,
+                firstExposure: row.integer("exposed_ms"), lastExposure: row.integer("exposed_ms"))
+            totals[key] = totals[key].map { $0 + one } ?? one
+        }
+        // In a fixed order, so concurrent purges update rows in the same order.
+        for (key, total) in totals.sorted(by: { $0.key.lexicographicallyPrecedes($1.key) }) {
+            try writer.write(
+                ExposureQuery.addToTotals,
+                key.map(SQLValue.text)
+                    + [
+                        total.exposures, total.signaturesIssued, total.redeemed, total.converted,
+                        total.convertedWithoutOffer, total.retained, total.lapsed,
+                    ].map { .integer(Int64($0)) } + [.integer(total.firstExposure), .integer(total.lastExposure)])
+        }
+        return rows.count
+    }
+}
+
+/// The statements of exposures and outcomes.
+enum ExposureQuery {
+    /// Index `exposures_by_customer`: a row only when the exposure is new.
+    static let insert = SQLStatement(
+        "ledger_exposure_insert",
+        """
+        INSERT INTO exposures (bundle_id, customer_key, offer_id, experiment_id, arm, exposed_ms, signed_ms)
+        VALUES ($1, $2, $3, $4, $5, $6, $7)
+        ON CONFLICT (bundle_id, customer_key, offer_id, experiment_id) DO NOTHING
+        RETURNING arm
+        """)
+    static let signed = SQLStatement(
+        "ledger_exposure_signed",
+        """
+        UPDATE exposures SET signed_ms = $5
+        WHERE bundle_id = $1 AND customer_key = $2 AND offer_id = $3 AND experiment_id = $4 AND signed_ms IS NULL
+        """)
+    static let retained = SQLStatement(
+        "ledger_exposure_retained",
+        """
+        UPDATE exposures SET retained_ms = $3
+        WHERE bundle_id = $1 AND customer_key = $2 AND converted_ms < $3 AND retained_ms IS NULL AND lapsed_ms IS NULL
+        """)
+    /// Returns the offer and arm of each exposure it converted.
+    static let converted = SQLStatement(
+        "ledger_exposure_converted",
+        """
+        UPDATE exposures SET converted_ms = $3, converted_with_offer = CASE WHEN offer_id = $4 THEN 1 ELSE 0 END
+        WHERE bundle_id = $1 AND customer_key = $2 AND converted_ms IS NULL AND exposed_ms < $3
+        RETURNING offer_id, arm
+        """)
+    /// One row per exposure before the transaction; the same transaction again adds nothing.
+    static let addRevenue = SQLStatement(
+        "ledger_exposure_revenue",
+        """
+        INSERT INTO exposure_revenue
+            (bundle_id, offer_id, experiment_id, arm, currency, transaction_id, milliunits, at_ms)
+        SELECT bundle_id, offer_id, experiment_id, arm, $3, $4, $5, $6 FROM exposures
+        WHERE bundle_id = $1 AND customer_key = $2 AND exposed_ms < $6
+        ON CONFLICT (bundle_id, offer_id, experiment_id, arm, currency, transaction_id) DO NOTHING
+        """)
+    static let redeemed = SQLStatement(
+        "ledger_exposure_redeemed",
+        """
+        UPDATE exposures SET redeemed_ms = $4
+        WHERE bundle_id = $1 AND customer_key = $2 AND offer_id = $3 AND redeemed_ms IS NULL AND exposed_ms < $4
+        """)
+    static let lapsed = SQLStatement(
+        "ledger_exposure_lapsed",
+        """
+        UPDATE exposures SET lapsed_ms = $3
+        WHERE bundle_id = $1 AND customer_key = $2 AND converted_ms IS NOT NULL AND converted_ms <= $3
+            AND retained_ms IS NULL AND lapsed_ms IS NULL
+        """)
+    /// Index `exposures_by_offer` alone (it holds every column counted), then the purge's totals.
+    static let outcomes = SQLStatement(
+        "ledger_exposure_outcomes",
+        """
+        SELECT experiment_id, arm, count(*) AS exposures, count(signed_ms) AS signed, count(redeemed_ms) AS redeemed,
+            count(converted_ms) AS converted,
+            count(CASE WHEN converted_ms IS NOT NULL AND converted_with_offer = 0 THEN 1 END) AS without_offer,
+            count(retained_ms) AS retained, count(lapsed_ms) AS lapsed, min(exposed_ms) AS first_ms,
+            max(exposed_ms) AS last_ms
+        FROM exposures WHERE bundle_id = $1 AND offer_id = $2
+        GROUP BY experiment_id, arm
+        UNION ALL
+        SELECT experiment_id, arm, exposures, signed, redeemed, converted, without_offer, retained, lapsed, first_ms,
+            last_ms
+        FROM exposure_totals WHERE bundle_id = $1 AND offer_id = $2
+        """)
+    static let revenue = SQLStatement(
+        "ledger_exposure_revenue_totals",
+        """
+        SELECT experiment_id, arm, currency, sum(milliunits) AS milliunits, count(*) AS transactions
+        FROM exposure_revenue WHERE bundle_id = $1 AND offer_id = $2
+        GROUP BY experiment_id, arm, currency
+        """)
+    /// Index `exposures_by_time`: the oldest $2 exposures decided before $1, deleted; returns what the totals keep.
+    static let purge = SQLStatement(
+        "ledger_exposure_purge",
+        """
+        DELETE FROM exposures
+        WHERE id IN (SELECT id FROM exposures WHERE exposed_ms < $1 ORDER BY exposed_ms, id LIMIT $2)
+        RETURNING bundle_id, offer_id, experiment_id, arm, exposed_ms, signed_ms, redeemed_ms, converted_ms,
+            converted_with_offer, retained_ms, lapsed_ms
+        """)
+    static let addToTotals = SQLStatement(
+        "ledger_exposure_add_to_totals",
+        """
+        INSERT INTO exposure_totals
+            (bundle_id, offer_id, experiment_id, arm, exposures, signed, redeemed, converted, without_offer, retained,
+             lapsed, first_ms, last_ms)
+        VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)
+        ON CONFLICT (bundle_id, offer_id, experiment_id, arm) DO UPDATE
+        SET exposures = exposure_totals.exposures + excluded.exposures,
+            signed = exposure_totals.signed + excluded.signed,
+            redeemed = exposure_totals.redeemed + excluded.redeemed,
+            converted = exposure_totals.converted + excluded.converted,
+            without_offer = exposure_totals.without_offer + excluded.without_offer,
+            retained = exposure_totals.retained + excluded.retained,
+            lapsed = exposure_totals.lapsed + excluded.lapsed,
+            first_ms = CASE WHEN exposure_totals.first_ms IS NULL OR excluded.first_ms < exposure_totals.first_ms
+                THEN excluded.first_ms ELSE exposure_totals.first_ms END,
+            last_ms = CASE WHEN exposure_totals.last_ms IS NULL OR excluded.last_ms > exposure_totals.last_ms
+                THEN excluded.last_ms ELSE exposure_totals.last_ms END
+        """)
+    /// A forgotten customer's exposures stay as counts, without the key.
+    static let forget = SQLStatement(
+        "ledger_forget_exposures", "UPDATE exposures SET customer_key = NULL WHERE customer_key = $1")
+}
