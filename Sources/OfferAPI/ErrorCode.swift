@@ -72,6 +72,8 @@ public struct ErrorCode: RawRepresentable, Sendable, Hashable, CustomStringConve
     public static let catalogIsFile = ErrorCode(rawValue: "catalog_is_file")
     /// 404: the app has no published catalog version with this number.
     public static let unknownVersion = ErrorCode(rawValue: "unknown_version")
+    /// 404: the offer's experiment has another ID, or the offer has none.
+    public static let unknownExperiment = ErrorCode(rawValue: "unknown_experiment")
     /// 404: no admin token with this ID is in force.
     public static let unknownToken = ErrorCode(rawValue: "unknown_token")
     /// 409: an admin token in force already has this name.

@@ -12,9 +12,33 @@ enum Help {
                                      retention request as Apple's server would, with the test CA
           apple-api                  serve a fake App Store Server API
           app-store-connect          serve a fake App Store Connect API (apps, subscriptions, offers)
+          simulate-campaign          play a campaign with a known true effect against a running service
 
         Run `offer-signer-testkit <command> --help` for a command's options. `offer-signer-testkit --version`
         prints the version.
+        """
+
+    static let simulateCampaign = """
+        Usage: offer-signer-testkit simulate-campaign --url URL --ca DIR --bundle-id B --offer ID
+            [--product P] [--win-back] [--customers N] [--seed S] [--baseline RATE] [--lift POINTS]
+            [--retention RATE] [--environment Production|Sandbox] [--app-apple-id N] [--price MILLIUNITS]
+            [--offer-price MILLIUNITS] [--currency C] [--concurrency N]
+
+        Plays a campaign whose true effect is known against the running service at URL (its public listener),
+        so the service's outcome and experiment reports can be checked against the truth. A population of N
+        (default 1000) lapsed subscribers, drawn from --seed (default 1; the same seed draws the same campaign;
+        their keys hold the seed, so campaigns of different seeds never share a customer), with transactions
+        and renewal info signed by the test CA in DIR, asks for offer ID: its promotional offer signature on
+        product P, or with --win-back the eligibility listing (their renewal info naming the win-back offer).
+        The answer puts each in an arm: a signature or a listing is the treatment; a refusal by
+        rollout_excluded alone, or an offer not listed, the holdout; anything else is counted as an error.
+        Then each customer converts with the arm's true rate (--baseline, default 0.2; the treatment's plus
+        --lift percentage points, default 0): the treatment buys with the offer (--offer-price), the holdout
+        at full price (--price), each sent as Apple's SUBSCRIBED notification to the service; a converted
+        customer then renews at full price with probability --retention (default 0.5; DID_RENEW) or lapses
+        (EXPIRED). Production notifications carry --app-apple-id (default 1234567890). Prints, as JSON, what
+        it did per arm (exposures, converted, retained, lapsed, revenue in --currency milliunits, default
+        EUR) and how many answers were not the ones expected ("errors").
         """
 
     static let ca = """

@@ -33,6 +33,8 @@ enum CommandLineTool {
                 Command(
                     "catalog", subcommands: ["export", "import", "check"], help: Help.catalog, run: CatalogCommand.run),
                 Command("apple", subcommands: ["status", "backfill"], help: Help.apple, run: AppleCommand.run),
+                Command(
+                    "report", subcommands: ["outcomes", "experiment"], help: Help.report, run: ReportCommand.run),
                 Command("admin", subcommands: ["token"], help: Help.admin) { _, arguments in
                     try AdminCommand.run(arguments)
                 },

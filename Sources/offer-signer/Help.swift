@@ -25,6 +25,8 @@ enum Help {
           ledger reset               set an offer's counts, or one customer's, to zero
           ledger actions             every grant and reset, with its reason
           ledger purge               delete the records older than ledgerRetentionDays (totals are kept)
+          report outcomes            per offer, period and arm: exposed, signed, redeemed, converted, revenue
+          report experiment          an offer's experiment: rates, intervals, sample size, verdict
           catalog export             write the apps' live offers and retention entries as JSON (for git)
           catalog import             make a JSON file of offers the apps' drafts, or publish it as new versions
           catalog check              check the catalog against App Store Connect (--app-store-connect)
@@ -230,6 +232,28 @@ enum Help {
         prints the request, the customer's facts (the ledger's server-known state; explain never calls the
         App Store Server API), every retention entry considered with its rule and offer traces, and the answer.
         Exit status 0 for an answer, 3 when no entry applies (404), 1 when the request is refused.
+        """
+
+    static let report = """
+        Usage: offer-signer report outcomes --offer ID [--app BUNDLE] [--sandbox] [--json | --csv] --config FILE
+               offer-signer report experiment --offer ID [--experiment ID] [--app BUNDLE] [--sandbox]
+                   [--json | --csv] --config FILE
+
+        Reads what became of the customers an offer was decided for, from the configuration's ledger (a
+        SQLite file or a PostgreSQL database; safe while the service runs). Counts only: no customer is named.
+        `outcomes` prints, per period (the experiment running when they were exposed, or none) and arm
+        (treatment: shown the offer; holdout: kept from it by a rollout alone): the customers exposed, those
+        issued a signature, those who redeemed it, those who bought or renewed after the exposure (converted;
+        without the offer: every holdout conversion), those who then renewed at full price (retained) or whose
+        subscription ended first (lapsed), and the revenue after the exposures, per currency.
+        `experiment` reports the offer's experiment (--experiment: its ID, default the offer's current one):
+        each arm's rate on the experiment's metric with its 95% Wilson interval, the difference of the rates
+        with Newcombe's 95% interval, the relative lift, the exposures per arm the minimum detectable effect
+        needs at 80% power and how many are still to come, the revenue per exposure in each currency, and the
+        verdict: "collecting" until both arms have the planned exposures, then "no difference detected yet",
+        "treatment better" or "holdout better".
+        --sandbox reads the app's Sandbox counts; --json and --csv write the admin API's JSON or CSV instead
+        of the table.
         """
 
     static let ledger = """

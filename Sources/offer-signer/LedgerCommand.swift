@@ -15,7 +15,7 @@ enum LedgerCommand {
             let options = try Arguments(
                 arguments, valued: ["config"], switches: subcommand == "stats" ? ["daily"] : [])
             try options.noPositionals()
-            let (configuration, ledger) = try open(try options.required("config"))
+            let (configuration, _, ledger) = try open(try options.required("config"))
             switch subcommand {
             case "stats":
                 var lines = try stats(configuration, ledger)
@@ -31,7 +31,7 @@ enum LedgerCommand {
                 throw UsageError(
                     "ledger \(subcommand) takes one customer key (an originalTransactionId or appTransactionId)")
             }
-            let (_, ledger) = try open(path)
+            let (_, _, ledger) = try open(path)
             if subcommand == "customer" {
                 let history = try read { () throws(LedgerError) in try ledger.history(customerKey: customer) }
                 let actions = try read { () throws(LedgerError) in try ledger.actions() }
@@ -53,10 +53,10 @@ enum LedgerCommand {
         return 0
     }
 
-    /// The configuration and its ledger, which must be one another process can open: a SQLite file or a
-    /// PostgreSQL database (a `memory` ledger lives in the service process).
-    private static func open(_ path: String) throws -> (Configuration, any Ledger) {
-        let (configuration, _) = try ServeCommand.loadConfiguration(path)
+    /// The configuration, the catalog it serves and its ledger, which must be one another process can open: a SQLite
+    /// file or a PostgreSQL database (a `memory` ledger lives in the service process). `ledger` and `report` open it.
+    static func open(_ path: String) throws -> (Configuration, ServedCatalog, any Ledger) {
+        let (configuration, served) = try ServeCommand.loadConfiguration(path)
         let storage = configuration.settings.storage
         switch storage {
         case .sqlite, .postgresql: break
@@ -66,7 +66,7 @@ enum LedgerCommand {
             guard let ledger = try storage.open() else {
                 throw CommandError("storage \(storage.description): no ledger")
             }
-            return (configuration, ledger)
+            return (configuration, served, ledger)
         } catch let error as LedgerError {
             throw CommandError("storage \(storage.description): \(error.description)")
         }
@@ -176,7 +176,7 @@ enum LedgerCommand {
         } catch {
             throw UsageError(error.description)
         }
-        let (configuration, ledger) = try open(path)
+        let (configuration, _, ledger) = try open(path)
         let (app, offer) = try find(options["app"], offerId, in: configuration)
         let namespace: LedgerNamespace = options.flags.contains("sandbox") ? .sandbox : .production
         if namespace == .sandbox, app.sandbox == .refuse {

@@ -129,7 +129,7 @@ public enum CatalogOverview {
         return .object(members)
     }
 
-    /// One offer: identity, state, window, rule as compact JSON text, limits and figures.
+    /// One offer: identity, state, window, rule as compact JSON text, limits, its experiment and figures.
     static func describe(_ offer: Offer, state: State, statistics: OfferStatistics?) -> JSONValue {
         var limits = JSONValue.null
         if let offerLimits = offer.limits {
@@ -146,6 +146,7 @@ public enum CatalogOverview {
             "activeUntil": offer.activeWindow.until.map(JSONValue.int) ?? .null,
             "rule": offer.eligibility.map { .string($0.text) } ?? .null, "limits": limits,
             "requiresVerifiedCustomer": .bool(offer.requiresVerifiedCustomer),
+            "experiment": offer.experiment?.json ?? .null,
             "stats": statistics.map(figures) ?? .null,
         ])
     }

@@ -3,7 +3,7 @@ import OfferCore
 import OfferStore
 
 /// What ops read about the service (viewer): the apps, their key IDs, their offers with state and figures, an
-/// offer's stats per day, the recent decisions; and the simulation of a customer (editor), which signs and
+/// offer's stats per day, its outcomes and its experiment's report (`OutcomeReports`), the recent decisions; and the simulation of a customer (editor), which signs and
 /// records nothing. The views are `CatalogOverview`, `RecentDecisions` and `Simulation`.
 struct ViewRoutes: AdminRouteSet {
     func routes(_ admin: AdminService) -> [Route] {
@@ -39,6 +39,26 @@ struct ViewRoutes: AdminRouteSet {
                 guard let view else { throw OfferError.unknownOffer(offerId) }
                 return AdminJSON.response(view)
             },
+            .admin("GET", "/admin/v1/apps/{bundleId}/offers/{offerId}/outcomes", role: .viewer) { request, context in
+                let format = try OutcomeReports.format(request.query["format"])
+                let report = try OutcomeReports.outcomes(
+                    try Self.app(context), offerId: context.parameters["offerId"] ?? "",
+                    namespace: try OutcomeReports.namespace(request.query["environment"]), ledger: service.ledger)
+                return Self.report(
+                    format, json: report.json, csv: report.csv, name: "\(report.offerId)-outcomes")
+            },
+            .admin("GET", "/admin/v1/apps/{bundleId}/offers/{offerId}/experiments/{experimentId}", role: .viewer) {
+                request, context in
+                let format = try OutcomeReports.format(request.query["format"])
+                let report = try OutcomeReports.experiment(
+                    try Self.app(context), offerId: context.parameters["offerId"] ?? "",
+                    experimentId: context.parameters["experimentId"] ?? "",
+                    namespace: try OutcomeReports.namespace(request.query["environment"]), ledger: service.ledger,
+                    now: context.now)
+                return Self.report(
+                    format, json: report.json, csv: report.csv,
+                    name: "\(report.offerId)-\(report.experiment.id)")
+            },
             .admin("GET", "/admin/v1/decisions", role: .viewer) { request, context in
                 AdminJSON.response(service.recentDecisions.json(app: request.query["app"]))
             },
@@ -48,6 +68,17 @@ struct ViewRoutes: AdminRouteSet {
                     try simulation.run(snapshot: context.snapshot, store: store, ledger: service.ledger))
             },
         ]
+    }
+
+    /// A report as JSON, or as a CSV file named `name`.csv.
+    static func report(_ format: OutcomeReports.Format, json: JSONValue, csv: String, name: String) -> HTTPResponse {
+        switch format {
+        case .json: return AdminJSON.response(json)
+        case .csv:
+            return HTTPResponse(
+                status: 200, body: Array(csv.utf8), contentType: "text/csv; charset=utf-8",
+                headers: [HTTPHeader("Content-Disposition", "attachment; filename=\"\(name).csv\"")])
+        }
     }
 
     /// The app served under the route's `{bundleId}`.

@@ -1450,12 +1450,17 @@
   async function pageCharts() {
     const days = state.chartDays || 30;
     const { data } = await api('GET', appPath('/offers'));
+    const fetched = (path) => api('GET', appPath(path)).then(({ data: found }) => found, (error) => {
+      if (error instanceof SignedOut) throw error;
+      return { error };
+    });
     const stats = await Promise.all(data.offers.map((offer) =>
-      api('GET', appPath(`/offers/${encodeURIComponent(offer.id)}/stats?days=${days}`))
-        .then(({ data: found }) => found, (error) => {
-          if (error instanceof SignedOut) throw error;
-          return { error };
-        })));
+      fetched(`/offers/${encodeURIComponent(offer.id)}/stats?days=${days}`)));
+    const outcomes = await Promise.all(data.offers.map((offer) =>
+      fetched(`/offers/${encodeURIComponent(offer.id)}/outcomes`)));
+    const experiments = await Promise.all(data.offers.map((offer) => (offer.experiment
+      ? fetched(`/offers/${encodeURIComponent(offer.id)}/experiments/${encodeURIComponent(offer.experiment.id)}`)
+      : Promise.resolve(null))));
     return (page) => {
       const choose = h('select', { id: 'chart-days' }, [7, 30, 90].map((n) => h('option', { value: String(n), text: `Last ${n} days`, selected: n === days })));
       choose.addEventListener('change', () => {
@@ -1486,7 +1491,11 @@
           card.append(chart(found.daily || [], offer.id, 600, 220, 'chart-wide'),
             chart(found.daily || [], offer.id, 340, 200, 'chart-narrow'));
         }
+        const split = outcomes[index];
+        if (split && !split.error) card.append(armSplit(split, offer));
         grid.append(card);
+        const report = experiments[index];
+        if (report) grid.append(experimentCard(report, offer));
       });
       page.append(grid);
     };
@@ -1526,6 +1535,205 @@
       class: `chart ${kind}`, viewBox: `0 0 ${width} ${height}`, role: 'img', preserveAspectRatio: 'xMidYMid meet',
       'aria-label': `${label}: ${total('issued')} issued and ${total('redeemed')} redeemed over ${daily.length} days`,
     }, grid, dayLabels, line('issued'), line('redeemed'), points);
+  }
+
+  // MARK: - Outcomes and experiments
+
+  /** Numbers in the reader's locale. */
+  const numberFormat = new Intl.NumberFormat(undefined);
+  const rateFormat = new Intl.NumberFormat(undefined, { style: 'percent', minimumFractionDigits: 1, maximumFractionDigits: 1 });
+  const pointsFormat = new Intl.NumberFormat(undefined, { minimumFractionDigits: 1, maximumFractionDigits: 1, signDisplay: 'exceptZero' });
+  const liftFormat = new Intl.NumberFormat(undefined, { style: 'percent', maximumFractionDigits: 0, signDisplay: 'exceptZero' });
+
+  function localCount(value) {
+    return value === null || value === undefined ? '—' : numberFormat.format(value);
+  }
+
+  function localRate(value) {
+    return value === null || value === undefined ? '—' : rateFormat.format(value);
+  }
+
+  function localPoints(value) {
+    return value === null || value === undefined ? '—' : `${pointsFormat.format(value * 100)} pt`;
+  }
+
+  /** Milliunits of a currency per exposure, in the reader's locale and the currency's own format. */
+  function perExposure(revenue, exposures) {
+    if (!exposures) return '—';
+    try {
+      return new Intl.NumberFormat(undefined, { style: 'currency', currency: revenue.currency }).format(revenue.milliunits / 1000 / exposures);
+    } catch (error) {
+      return `${numberFormat.format(revenue.milliunits / 1000 / exposures)} ${revenue.currency}`;
+    }
+  }
+
+  const ARMS = ['treatment', 'holdout'];
+  const ARM_NAMES = { treatment: 'Treatment (shown the offer)', holdout: 'Holdout (kept from it)' };
+  const STEPS = [
+    ['signaturesIssued', 'Signed'], ['redeemed', 'Redeemed'], ['converted', 'Converted'], ['retained', 'Retained'],
+  ];
+
+  /**
+   * The arms of the offer's current period (its experiment's, else outside any) side by side: of the customers
+   * exposed, the share signed, redeemed, converted and retained, one bar per arm (the holdout's hatched, so the arms
+   * differ by more than colour), each with its count.
+   */
+  function armSplit(outcomes, offer) {
+    const period = offer.experiment ? offer.experiment.id : '';
+    const arms = Object.fromEntries(ARMS.map((arm) => [arm, (outcomes.periods || []).find((row) => row.experimentId === period && row.arm === arm)]));
+    const section = h('div', { class: 'arm-split', data: { period } });
+    section.append(h('h4', { text: offer.experiment ? `Arms of experiment ${offer.experiment.id}` : 'Arms' }));
+    if (!arms.treatment && !arms.holdout) {
+      section.append(h('p', { class: 'muted', text: 'No customer exposed yet.' }));
+      return section;
+    }
+    section.append(h('p', { class: 'chart-totals' }, ARMS.map((arm) => h('span', null,
+      h('span', { class: `key key-${arm}` }), `${ARM_NAMES[arm]}: ${localCount(arms[arm] ? arms[arm].exposures : 0)} exposed`))));
+    section.append(splitChart(arms, 600, 'chart-wide'), splitChart(arms, 340, 'chart-narrow'));
+    return section;
+  }
+
+  /** `armSplit`'s bars, drawn at about the width they are shown. */
+  function splitChart(arms, width, kind) {
+    const rowHeight = 34;
+    const left = width > 400 ? 92 : 76;
+    const right = width > 400 ? 150 : 104;
+    const top = 6;
+    const height = top + STEPS.length * rowHeight + 8;
+    const plot = width - left - right;
+    const rows = STEPS.map(([key, name], index) => {
+      const y = top + index * rowHeight;
+      return s('g', { class: 'split-row', data: { step: key } },
+        s('text', { class: 'axis-label', x: left - 8, y: y + 19, 'text-anchor': 'end' }, name),
+        ARMS.map((arm, which) => {
+          const row = arms[arm];
+          const exposed = row ? row.exposures : 0;
+          const value = row ? row[key] : 0;
+          const share = exposed ? value / exposed : 0;
+          const barY = y + 3 + which * 14;
+          return s('g', { class: 'split-bar', data: { arm } },
+            s('title', null, `${ARM_NAMES[arm]}: ${localCount(value)} of ${localCount(exposed)} (${exposed ? localRate(share) : '—'})`),
+            s('rect', { class: 'bar-track', x: left, y: barY, width: plot, height: 11 }),
+            s('rect', {
+              class: `bar bar-${arm}`, x: left, y: barY, width: Math.max(share * plot, value ? 1.5 : 0), height: 11,
+              fill: arm === 'holdout' ? `url(#hatch-holdout-${kind})` : null,
+            }),
+            s('text', { class: 'axis-label bar-label', x: left + plot + 8, y: barY + 10 }, `${exposed ? localRate(share) : '—'} · ${localCount(value)}`));
+        }));
+    });
+    return s('svg', {
+      class: `chart split-chart ${kind}`, viewBox: `0 0 ${width} ${height}`, role: 'img', preserveAspectRatio: 'xMidYMid meet',
+      'aria-label': ARMS.map((arm) => `${arm}: ${arms[arm] ? STEPS.map(([key, name]) => `${name.toLowerCase()} ${arms[arm][key]}`).join(', ') : 'none'} of ${arms[arm] ? arms[arm].exposures : 0} exposed`).join('; '),
+    }, hatchPattern(kind), rows);
+  }
+
+  /** The holdout's hatching: a pattern of diagonal lines in its colour (one per drawing: ids are the page's). */
+  function hatchPattern(kind) {
+    return s('defs', null, s('pattern', { id: `hatch-holdout-${kind}`, width: 6, height: 6, patternUnits: 'userSpaceOnUse', patternTransform: 'rotate(45)' },
+      s('rect', { class: 'hatch-ground', width: 6, height: 6 }),
+      s('line', { class: 'hatch-line', x1: 0, y1: 0, x2: 0, y2: 6 })));
+  }
+
+  /**
+   * An experiment's card: each arm's rate on the metric with its 95% interval as an error bar, the difference with
+   * its interval against zero, the sample size against the plan, the verdict (which waits for the plan), and the
+   * revenue per exposure in each currency.
+   */
+  function experimentCard(report, offer) {
+    const card = h('section', { class: 'card experiment-card', data: { offerId: offer.id, experimentId: offer.experiment.id } });
+    if (report.error) {
+      card.append(h('h3', { text: `Experiment ${offer.experiment.id}` }), h('p', { class: 'field-error', text: report.error.message }));
+      return card;
+    }
+    const experiment = report.experiment;
+    const verdictKind = { 'treatment better': 'good', 'holdout better': 'bad', 'no difference detected yet': 'info', collecting: 'warn' }[report.verdict] || 'info';
+    card.append(h('div', { class: 'offer-card-head' },
+      h('h3', { text: `Experiment ${experiment.id}` }),
+      h('span', { class: `badge badge-${verdictKind} verdict`, data: { verdict: report.verdict }, text: report.verdict })));
+    const metric = experiment.metric === 'retainedAfterPeriod' ? 'retained after the offer period' : 'converted';
+    card.append(h('p', { class: 'muted experiment-plan' },
+      `${offer.id} · ${experiment.running ? 'running' : 'not running'} · holdout ${numberFormat.format(experiment.holdoutPercent)}% · `
+      + `metric: ${metric} · minimum detectable effect ${numberFormat.format(experiment.minimumDetectableEffect)} pt`));
+    card.append(intervalChart(report, 600, 'chart-wide'), intervalChart(report, 340, 'chart-narrow'));
+    const facts = h('dl', { class: 'experiment-facts' });
+    const add = (name, value, key) => facts.append(h('dt', { text: name }), h('dd', { data: { fact: key }, text: value }));
+    for (const arm of ARMS) {
+      const row = report[arm];
+      add(ARM_NAMES[arm], `${localCount(row.successes)} of ${localCount(row.exposures)} · ${localRate(row.rate)}`
+        + (row.interval ? ` (95%: ${localRate(row.interval.lower)} to ${localRate(row.interval.upper)})` : ''), arm);
+    }
+    add('Difference', report.difference === null ? '—'
+      : `${localPoints(report.difference)} (95%: ${localPoints(report.differenceInterval.lower)} to ${localPoints(report.differenceInterval.upper)})`
+        + (report.relativeLift === null ? '' : ` · lift ${liftFormat.format(report.relativeLift)}`), 'difference');
+    add('Sample size', report.requiredPerArm === null
+      ? 'planned once the holdout has a rate'
+      : `${localCount(report.requiredPerArm)} per arm planned · ${report.stillNeeded ? `${localCount(report.stillNeeded)} still to come` : 'reached'}`, 'sample');
+    const currencies = [...new Set(ARMS.flatMap((arm) => (report[arm].revenue || []).map((item) => item.currency)))].sort();
+    for (const currency of currencies) {
+      add(`Revenue per exposure (${currency})`, ARMS.map((arm) => {
+        const found = (report[arm].revenue || []).find((item) => item.currency === currency) || { currency, milliunits: 0 };
+        return `${arm} ${perExposure(found, report[arm].exposures)}`;
+      }).join(' · '), `revenue-${currency}`);
+    }
+    card.append(facts);
+    if (report.verdict === 'collecting') {
+      card.append(h('p', { class: 'muted small', text: 'The verdict waits for the planned sample size in both arms: looking early and stopping on a good-looking day finds effects that are not there.' }));
+    }
+    return card;
+  }
+
+  /** The arms' rates with their 95% intervals as error bars, and the difference's interval against zero. */
+  function intervalChart(report, width, kind) {
+    const left = width > 400 ? 92 : 78;
+    const right = 16;
+    const plot = width - left - right;
+    const rowHeight = 30;
+    const top = 10;
+    const rates = ARMS.flatMap((arm) => (report[arm].interval ? [report[arm].interval.upper] : []));
+    const ceiling = Math.min(1, Math.max(0.05, ...rates) * 1.1);
+    const x = (value) => left + (value / ceiling) * plot;
+    const rows = ARMS.map((arm, index) => {
+      const row = report[arm];
+      const y = top + 12 + index * rowHeight;
+      if (!row.interval || row.rate === null) {
+        return s('text', { class: 'axis-label', x: left, y: y + 4 }, `${arm}: no exposure yet`);
+      }
+      return s('g', { class: `interval interval-${arm}`, data: { arm } },
+        s('title', null, `${ARM_NAMES[arm]}: ${localRate(row.rate)}, 95% interval ${localRate(row.interval.lower)} to ${localRate(row.interval.upper)}`),
+        s('text', { class: 'axis-label', x: left - 8, y: y + 4, 'text-anchor': 'end' }, arm),
+        s('line', { class: `error-bar error-bar-${arm}`, x1: x(row.interval.lower), x2: x(row.interval.upper), y1: y, y2: y }),
+        s('line', { class: `error-bar error-bar-${arm}`, x1: x(row.interval.lower), x2: x(row.interval.lower), y1: y - 6, y2: y + 6 }),
+        s('line', { class: `error-bar error-bar-${arm}`, x1: x(row.interval.upper), x2: x(row.interval.upper), y1: y - 6, y2: y + 6 }),
+        arm === 'treatment'
+          ? s('circle', { class: `estimate estimate-${arm}`, cx: x(row.rate), cy: y, r: 5 })
+          : s('rect', { class: `estimate estimate-${arm}`, x: x(row.rate) - 5, y: y - 5, width: 10, height: 10 }));
+    });
+    const axisY = top + 12 + ARMS.length * rowHeight - 8;
+    const axis = [0, ceiling / 2, ceiling].map((value) => s('text', { class: 'axis-label', x: x(value), y: axisY + 14, 'text-anchor': value === 0 ? 'start' : value === ceiling ? 'end' : 'middle' }, rateFormat.format(value)));
+    // The difference, on its own axis centred on zero.
+    const diffTop = axisY + 34;
+    const interval = report.differenceInterval;
+    const reach = interval ? Math.max(0.02, Math.abs(interval.lower), Math.abs(interval.upper)) * 1.15 : 0.1;
+    const dx = (value) => left + plot / 2 + (value / reach) * (plot / 2);
+    const difference = [
+      s('text', { class: 'axis-label', x: left - 8, y: diffTop + 4, 'text-anchor': 'end' }, 'difference'),
+      s('line', { class: 'zero-line', x1: dx(0), x2: dx(0), y1: diffTop - 12, y2: diffTop + 12 }),
+      interval ? s('g', { class: 'interval interval-difference' },
+        s('title', null, `Difference ${localPoints(report.difference)}, 95% interval ${localPoints(interval.lower)} to ${localPoints(interval.upper)}`),
+        s('line', { class: 'error-bar error-bar-difference', x1: dx(interval.lower), x2: dx(interval.upper), y1: diffTop, y2: diffTop }),
+        s('line', { class: 'error-bar error-bar-difference', x1: dx(interval.lower), x2: dx(interval.lower), y1: diffTop - 6, y2: diffTop + 6 }),
+        s('line', { class: 'error-bar error-bar-difference', x1: dx(interval.upper), x2: dx(interval.upper), y1: diffTop - 6, y2: diffTop + 6 }),
+        s('path', { class: 'estimate estimate-difference', d: `M ${dx(report.difference)} ${diffTop - 6} l 6 6 l -6 6 l -6 -6 z` }))
+        : s('text', { class: 'axis-label', x: dx(0) + 6, y: diffTop + 4 }, 'not yet'),
+      s('text', { class: 'axis-label', x: dx(-reach), y: diffTop + 26, 'text-anchor': 'start' }, localPoints(-reach)),
+      s('text', { class: 'axis-label', x: dx(0), y: diffTop + 26, 'text-anchor': 'middle' }, '0'),
+      s('text', { class: 'axis-label', x: dx(reach), y: diffTop + 26, 'text-anchor': 'end' }, localPoints(reach)),
+    ];
+    const height = diffTop + 34;
+    return s('svg', {
+      class: `chart interval-chart ${kind}`, viewBox: `0 0 ${width} ${height}`, role: 'img', preserveAspectRatio: 'xMidYMid meet',
+      'aria-label': `Experiment ${report.experiment.id}: treatment ${localRate(report.treatment.rate)}, holdout ${localRate(report.holdout.rate)}, difference ${localPoints(report.difference)}; verdict ${report.verdict}`,
+    }, rows, axis, difference);
   }
 
   function niceCeiling(value) {

@@ -18,7 +18,7 @@ public enum ErrorMapping {
         .unauthorized: 401, .sessionExpired: 401, .forbidden: 403, .csrfRejected: 403, .preconditionRequired: 428,
         .versionConflict: 409, .invalidCatalog: 422, .catalogIsFile: 409, .unknownVersion: 404, .unknownToken: 404,
         .tokenNameTaken: 409, .misdirectedRequest: 421, .tooManyFailedAttempts: 429, .catalogCheckFailed: 422,
-        .appStoreConnectUnavailable: 503,
+        .appStoreConnectUnavailable: 503, .unknownExperiment: 404,
     ]
 
     /// The HTTP status of an error code (500 when unmapped).
