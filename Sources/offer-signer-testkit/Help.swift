@@ -29,7 +29,8 @@ enum Help {
         (default 1000) lapsed subscribers, drawn from --seed (default 1; the same seed draws the same campaign;
         their keys hold the seed, so campaigns of different seeds never share a customer), with transactions
         and renewal info signed by the test CA in DIR, asks for offer ID: its promotional offer signature on
-        product P, or with --win-back the eligibility listing (their renewal info naming the win-back offer).
+        product P, or with --win-back the eligibility listing for product P (their renewal info naming the win-back
+        offer; the listing exposes them to every offer it decides on P).
         The answer puts each in an arm: a signature or a listing is the treatment; a refusal by
         rollout_excluded alone, or an offer not listed, the holdout; anything else is counted as an error.
         Then each customer converts with the arm's true rate (--baseline, default 0.2; the treatment's plus

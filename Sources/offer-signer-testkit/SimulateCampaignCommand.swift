@@ -268,6 +268,9 @@ private final class Campaign: Sendable {
             "signedRenewalInfo": .string(try signer.sign(renewal)),
         ]
         if plan.winBack {
+            // Only the campaign's product: the listing decides (and exposes the customer to) every offer on the
+            // products it is asked about.
+            request["productIds"] = .array([.string(plan.productId)])
             let (status, body) = try post("/v1/eligibility", .object(request))
             guard status == 200, case .array(let offers)? = body?["winBackOffers"] else { return nil }
             let listed = offers.contains { $0["offerId"] == .string(plan.offerId) }

@@ -88,7 +88,7 @@ public final class AdminService: Sendable {
         limits.forwardedHeaders = [
             "X-Request-Id", "Authorization", "Cookie", "X-CSRF-Token", "Origin", "If-Match", "Host",
         ]
-        limits.forwardedQueryArguments = ["before", "limit", "from", "to", "days", "app"]
+        limits.forwardedQueryArguments = ["before", "limit", "from", "to", "days", "app", "format", "environment"]
         return limits
     }
 
