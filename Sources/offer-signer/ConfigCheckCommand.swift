@@ -128,9 +128,21 @@ enum ConfigCheckCommand {
                 window.contains(now)
                 ? " (live)" : (window.until.map { now >= $0 } ?? false ? " (ended)" : " (not begun)")
         }
-        return [
+        var lines = [
             "  offer \(offer.id): \(detail)", "    window: \(when)",
             "    rule: \(offer.eligibility?.text ?? "none beyond the built-in ones")",
         ]
+        if let experiment = offer.experiment {
+            let period =
+                "from \(ISO8601.format(experiment.start))"
+                + (experiment.end.map { " until \(ISO8601.format($0))" } ?? "")
+                + (experiment.isRunning(at: now)
+                    ? " (running)" : experiment.end.map { now >= $0 } ?? false ? " (ended)" : " (not begun)")
+            lines.append(
+                "    experiment \(experiment.id): holds out \(ReportCommand.number(experiment.holdoutPercent))%, "
+                    + "\(experiment.metric.rawValue), minimum detectable effect "
+                    + "\(ReportCommand.number(experiment.minimumDetectableEffect)) points, \(period)")
+        }
+        return lines
     }
 }

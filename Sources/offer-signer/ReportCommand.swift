@@ -183,8 +183,12 @@ enum ReportCommand {
         (value >= 0 ? "+" : "") + fixed(value, digits: digits)
     }
 
-    private static func number(_ value: Double) -> String {
-        value == value.rounded() ? String(Int64(value)) : fixed(value, digits: 2)
+    /// A number without trailing zeros: `20`, `12.5`.
+    static func number(_ value: Double) -> String {
+        var text = fixed(value, digits: 2)
+        while text.hasSuffix("0") { text.removeLast() }
+        if text.hasSuffix(".") { text.removeLast() }
+        return text
     }
 
     /// `value` rounded to `digits` decimals, written without a locale.
