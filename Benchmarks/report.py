@@ -186,6 +186,31 @@ def markdown(report: dict) -> str:
             lines.append(f"| {row['target']} | {row['text']} | {row['limit']:.3g} | "
                          f"{'met' if row['met'] else '**missed**'} |")
         lines.append("")
+    reports = report.get("reports") or {}
+    if reports:
+        lines += [
+            f"## Reports over a year of data (issue 22): {reports['exposures']:,} exposures",
+            "",
+            f"An offer's outcomes and its experiment's report, asked of the admin API over {reports['exposures']:,} "
+            f"exposures spread over 365 days ({reports['otherExposures']:,} of another offer beside them, "
+            f"{reports['revenueRows']:,} revenue rows); five timed requests each after a warm-up. Target: under "
+            f"{reports['targetMs']:.0f} ms.",
+            "",
+            "| backend | outcomes (median / max) | experiment | experiment CSV | `report experiment --json` (wall) | |",
+            "|---|---:|---:|---:|---:|---|",
+        ]
+        for label in ("sqlite", "postgresql"):
+            if label not in reports:
+                continue
+            row = reports[label]
+            figures = row["reports"]
+
+            def cell(name: str) -> str:
+                return f"{figures[name]['medianMs']:.0f} / {figures[name]['maxMs']:.0f} ms"
+
+            lines.append(f"| {label} | {cell('outcomes')} | {cell('experiment')} | {cell('experimentCsv')} | "
+                         f"{figures['commandLine']['wallMs']:.0f} ms | {'met' if row['met'] else '**missed**'} |")
+        lines.append("")
     lines += ["![throughput](throughput.png)", "", "![latency](latency.png)", ""]
     return "\n".join(lines)
 

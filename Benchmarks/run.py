@@ -30,6 +30,7 @@ import time
 from pathlib import Path
 
 import report as report_files  # Benchmarks/report.py: report.md and the charts
+import reports as report_scenario  # Benchmarks/reports.py: the outcome and experiment reports over 1M exposures
 
 HOST = "127.0.0.1"  # the only address this script ever sends traffic to
 BUNDLE_ID = "com.example.bench"
@@ -673,6 +674,7 @@ def ledger_scenarios(backend: str = "sqlite", name: str = "SQLite") -> list[Scen
 ALL_KEYS = [
     "livez", "promotional_jws", "promotional_legacy", "promotional_verified", "eligibility", "intro_eligibility",
     "sqlite_jws", "sqlite_limited", "postgresql_jws", "postgresql_limited", "retention", "retention_half",
+    "reports",
 ]
 
 
@@ -1779,6 +1781,12 @@ def main(argv: list[str]) -> int:
                     args, binary, directory, ledger_path, results)
                 plan += retention_plan
                 server_stderr += retention_stderr
+            # The outcome and experiment reports over a year of data: a million exposures (issue 22).
+            reports: dict = {}
+            if "reports" in chosen:
+                reports = report_scenario.measure_reports(
+                    binary, directory, json.loads(ledger_path.read_text(encoding="utf-8")), args.postgres,
+                    BUNDLE_ID, PRODUCT_ID)
             # The peer on the same key, root and requests.
             peer: dict = {"skipped": "--no-peer"} if args.no_peer else {}
             peer_plan = [scenario for scenario in every_scenario if scenario.key in PEER_KEYS and scenario.key in chosen]
@@ -1828,7 +1836,7 @@ def main(argv: list[str]) -> int:
                 except BenchError as error:
                     print(f"warning: perf failed, the profile left out: {error}", file=sys.stderr)
                     profile = {"skipped": f"failed: {str(error)[:2000]}"}
-    except BenchError as error:
+    except (BenchError, report_scenario.ReportsError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 1
 
@@ -1872,6 +1880,11 @@ def main(argv: list[str]) -> int:
                f"{half['deadlineAnswers']} at half load" if retention["deadlineAnswers"] or half["deadlineAnswers"]
                else "")
         )
+    if reports:
+        print(f"\nreports over {reports['exposures']:,} exposures (a year; {reports['otherExposures']:,} of another "
+              f"offer beside them):")
+        for line in report_scenario.describe(reports):
+            print(f"  {line}")
     print_floors(crypto, cpu_floors, instructions, peer)
     target_rows = targets(results, cpu_floors)
     if target_rows:
@@ -1904,6 +1917,7 @@ def main(argv: list[str]) -> int:
         "targets": target_rows,
         "ledger": recording,
         "retention": retention,
+        "reports": reports,
         "ratios": {
             key: {"toLivez": result["ratioToLivez"], "toOpensslSign": result["ratioToOpensslSign"]}
             for key, result in results.items()

@@ -86,7 +86,8 @@ public protocol LedgerOperations: Sendable {
     /// Erases a customer from the ledger and returns how many records held their key: their signatures stay as
     /// anonymous places (no customer, request or answer; so a budget's count does not change), their redemptions,
     /// runs, allowances and server-known state go, and the notifications about them lose their key (their
-    /// `notificationUUID` stays, so Apple's retry is still a duplicate). The per-offer totals stay.
+    /// `notificationUUID` stays, so Apple's retry is still a duplicate), their exposures stay as counts without the
+    /// key (the revenue after them kept as totals without the transactions' IDs). The per-offer totals stay.
     func forget(customerKey: String) throws(LedgerError) -> Int
     /// Raises a customer's allowance for an offer: `count` more places under its `perCustomer` limit
     /// (`OfferUsage.customerGranted`), recorded with `reason` as a `grant` action at `at` (Unix ms), atomically with

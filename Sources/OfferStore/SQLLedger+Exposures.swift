@@ -35,13 +35,15 @@ extension SQLLedger {
     ) throws(LedgerError) -> [ArmOutcome] {
         let values: [SQLValue] = [.text(namespace.storedApp(bundleId)), .text(offerId)]
         return try database.read { (reader) throws(LedgerError) -> [ArmOutcome] in
-            var revenue: [String: [Revenue]] = [:]
+            // By period and arm, then currency: the rows kept and the totals of those the purge or an erasure took.
+            var revenue: [String: [String: Revenue]] = [:]
             for row in try reader.rows(ExposureQuery.revenue, values) {
                 let key = "\(row.text("experiment_id") ?? "")\u{0}\(row.text("arm") ?? "")"
-                revenue[key, default: []].append(
-                    Revenue(
-                        currency: row.text("currency") ?? "", milliunits: row.integer("milliunits") ?? 0,
-                        transactions: row.int("transactions")))
+                let currency = row.text("currency") ?? ""
+                var sum = revenue[key]?[currency] ?? Revenue(currency: currency, milliunits: 0, transactions: 0)
+                sum.milliunits += row.integer("milliunits") ?? 0
+                sum.transactions += row.int("transactions")
+                revenue[key, default: [:]][currency] = sum
             }
             let outcomes = try reader.rows(ExposureQuery.outcomes, values).compactMap { row -> ArmOutcome? in
                 guard let arm = row.text("arm").flatMap(ExperimentArm.init(rawValue:)) else { return nil }
@@ -56,7 +58,9 @@ extension SQLLedger {
             var merged = ArmOutcome.merged(outcomes)
             for index in merged.indices {
                 let key = "\(merged[index].experimentId)\u{0}\(merged[index].arm.rawValue)"
-                merged[index].revenue = (revenue.removeValue(forKey: key) ?? []).sorted { $0.currency < $1.currency }
+                merged[index].revenue = (revenue.removeValue(forKey: key) ?? [:]).values.sorted {
+                    $0.currency < $1.currency
+                }
             }
             return merged
         }
@@ -64,59 +68,63 @@ extension SQLLedger {
 
     /// The exposures of a group's records, after each record's own statements, in one round trip: each inserted
     /// unless the customer was exposed to the offer in the period before, and marked signed when its signature was
-    /// recorded. Returns, per record, the exposures recorded for the first time.
+    /// recorded. They are written in the order of their key (the order of the index the notifications' updates
+    /// walk), so two groups, or a group and a notification, that touch the same exposures never wait for each other
+    /// in a circle. Returns, per record, the exposures recorded for the first time.
     static func expose(
         _ transaction: any SQLTransaction, _ group: [GroupCommit.Pending],
         _ results: [Result<LedgerOutcome, LedgerError>]
     ) throws(LedgerError) -> [Result<LedgerOutcome, LedgerError>] {
-        var reads: [[(Exposure, Int)]] = []
-        for (pending, result) in zip(group, results) {
+        var writes: [(record: Int, exposure: Exposure, signed: Bool)] = []
+        for (index, (pending, result)) in zip(group, results).enumerated() {
             let signed = pending.signature != nil && (try? result.get())?.recorded == true
-            var read: [(Exposure, Int)] = []
-            for exposure in pending.exposures {
-                let key: [SQLValue] = [
-                    .text(exposure.storedApp), .text(exposure.customerKey), .text(exposure.offerId),
-                    .text(exposure.experimentId),
-                ]
-                let signedAt: SQLValue = .integer(signed ? exposure.at : nil)
-                read.append(
-                    (
-                        exposure,
-                        try transaction.readLater(
-                            ExposureQuery.insert, key + [.text(exposure.arm.rawValue), .integer(exposure.at), signedAt])
-                    ))
-                if signed { try transaction.write(ExposureQuery.signed, key + [signedAt]) }
-            }
-            reads.append(read)
+            writes += pending.exposures.map { (index, $0, signed) }
         }
-        guard reads.contains(where: { !$0.isEmpty }) else { return results }
+        guard !writes.isEmpty else { return results }
+        writes.sort { $0.exposure.order.lexicographicallyPrecedes($1.exposure.order) }
+        var reads: [(record: Int, exposure: Exposure, read: Int)] = []
+        for (record, exposure, signed) in writes {
+            let key: [SQLValue] = exposure.order.map(SQLValue.text)
+            let signedAt: SQLValue = .integer(signed ? exposure.at : nil)
+            let read = try transaction.readLater(
+                ExposureQuery.insert, key + [.text(exposure.arm.rawValue), .integer(exposure.at), signedAt])
+            reads.append((record, exposure, read))
+            if signed { try transaction.write(ExposureQuery.signed, key + [signedAt]) }
+        }
         let answers = try transaction.send()
-        return zip(results, reads).map { result, read in
-            result.map { outcome in
+        var recorded = results
+        for (record, exposure, read) in reads where !answers[read].isEmpty {
+            recorded[record] = recorded[record].map { outcome in
                 var outcome = outcome
-                outcome.newExposures = read.compactMap { answers[$0.1].isEmpty ? nil : $0.0 }
+                outcome.newExposures.append(exposure)
                 return outcome
             }
         }
+        return recorded
     }
 
     /// What a verified transaction of an exposed customer's subscription teaches their exposures, in the caller's
-    /// transaction (its locks taken): a full-price renewal after a conversion retains them (before anything else, so
-    /// the same transaction never converts and retains); a purchase or renewal after the exposure converts them; its
-    /// price, in its currency, is the revenue after each exposure before it. Returns the conversions it recorded.
+    /// transaction (its locks taken): a renewal with no offer of any type after a conversion retains them (before
+    /// anything else, so the same transaction never converts and retains); a purchase or renewal after the exposure
+    /// converts them; its price, in its currency, is revenue of each exposure before it. A refunded or revoked
+    /// transaction teaches none of that, and takes back its revenue. Returns the conversions it recorded.
     static func learn(
         _ writer: any SQLTransaction, _ observed: ObservedTransaction
     ) throws(LedgerError) -> [ExposureConversion] {
         let customer: [SQLValue] = [
             .text(observed.namespace.storedApp(observed.bundleId)), .text(observed.originalTransactionId),
         ]
+        if observed.revoked {
+            try writer.write(ExposureQuery.refund, customer + [.text(observed.transactionId)])
+            return []
+        }
         let purchase = SQLValue.integer(observed.purchaseDate)
-        if observed.offerId == nil { try writer.write(ExposureQuery.retained, customer + [purchase]) }
+        if !observed.discounted { try writer.write(ExposureQuery.retained, customer + [purchase]) }
         let converted = try writer.rows(ExposureQuery.converted, customer + [purchase, .text(observed.offerId)])
         if let price = observed.price, let currency = observed.currency {
             try writer.write(
                 ExposureQuery.addRevenue,
-                customer + [.text(currency), .text(observed.transactionId), .integer(price), purchase])
+                customer + [.text(observed.transactionId), .text(currency), .integer(price), purchase])
         }
         return converted.compactMap { row in
             guard let offerId = row.text("offer_id"), let arm = row.text("arm").flatMap(ExperimentArm.init(rawValue:))
@@ -139,10 +147,12 @@ extension SQLLedger {
         try writer.write(ExposureQuery.lapsed, [.text(app), .text(customer), .integer(ended)])
     }
 
-    /// One purge batch of exposures first decided before `before`: deleted, and added to their offer's, period's and
-    /// arm's totals. Returns how many it deleted.
+    /// One purge batch of exposures first decided before `before`: deleted, with their revenue, and added to their
+    /// offer's, period's and arm's totals. Returns how many it deleted.
     static func purgeExposures(_ writer: any SQLTransaction, before: Int64, batch: Int) throws(LedgerError) -> Int {
-        let rows = try writer.rows(ExposureQuery.purge, [.integer(before), .integer(batch)])
+        let batchValues: [SQLValue] = [.integer(before), .integer(batch)]
+        try keepRevenue(writer, writer.rows(ExposureQuery.purgeRevenue, batchValues))
+        let rows = try writer.rows(ExposureQuery.purge, batchValues)
         var totals: [[String]: ArmOutcome] = [:]
         for row in rows {
             guard let arm = row.text("arm").flatMap(ExperimentArm.init(rawValue:)) else { continue }
@@ -170,6 +180,34 @@ extension SQLLedger {
         }
         return rows.count
     }
+
+    /// Erases a customer from their exposures: the revenue after them goes into the totals, without the
+    /// transactions' IDs, and the exposures stay as counts without the key. Returns how many exposures held it.
+    static func forgetExposures(_ writer: any SQLTransaction, customerKey: String) throws(LedgerError) -> Int {
+        try keepRevenue(writer, writer.rows(ExposureQuery.forgetRevenue, [.text(customerKey)]))
+        return try writer.execute(ExposureQuery.forget, [.text(customerKey)])
+    }
+
+    /// Revenue rows just deleted (`bundle_id`, `offer_id`, `experiment_id`, `arm`, `currency`, `milliunits`), added to
+    /// the totals kept without identifiers.
+    private static func keepRevenue(_ writer: any SQLTransaction, _ rows: [SQLRow]) throws(LedgerError) {
+        var totals: [[String]: (milliunits: Int64, transactions: Int64)] = [:]
+        for row in rows {
+            let key = ["bundle_id", "offer_id", "experiment_id", "arm", "currency"].map { row.text($0) ?? "" }
+            totals[key, default: (0, 0)].milliunits &+= row.integer("milliunits") ?? 0
+            totals[key, default: (0, 0)].transactions += 1
+        }
+        for (key, total) in totals.sorted(by: { $0.key.lexicographicallyPrecedes($1.key) }) {
+            try writer.write(
+                ExposureQuery.addToRevenueTotals,
+                key.map(SQLValue.text) + [.integer(total.milliunits), .integer(total.transactions)])
+        }
+    }
+}
+
+extension Exposure {
+    /// Its key, in the order of the columns of `exposures_by_customer`: what a group sorts its exposures by.
+    fileprivate var order: [String] { [storedApp, customerKey, offerId, experimentId] }
 }
 
 /// The statements of exposures and outcomes.
@@ -203,15 +241,23 @@ enum ExposureQuery {
         WHERE bundle_id = $1 AND customer_key = $2 AND converted_ms IS NULL AND exposed_ms < $3
         RETURNING offer_id, arm
         """)
-    /// One row per exposure before the transaction; the same transaction again adds nothing.
+    /// One row per exposure before the transaction ($3, bought at $6 for $5 milliunits of $4); the same transaction
+    /// again adds nothing.
     static let addRevenue = SQLStatement(
         "ledger_exposure_revenue",
         """
         INSERT INTO exposure_revenue
-            (bundle_id, offer_id, experiment_id, arm, currency, transaction_id, milliunits, at_ms)
-        SELECT bundle_id, offer_id, experiment_id, arm, $3, $4, $5, $6 FROM exposures
+            (exposure_id, transaction_id, bundle_id, offer_id, experiment_id, arm, currency, milliunits, at_ms)
+        SELECT id, $3, bundle_id, offer_id, experiment_id, arm, $4, $5, $6 FROM exposures
         WHERE bundle_id = $1 AND customer_key = $2 AND exposed_ms < $6
-        ON CONFLICT (bundle_id, offer_id, experiment_id, arm, currency, transaction_id) DO NOTHING
+        ON CONFLICT (exposure_id, transaction_id) DO NOTHING
+        """)
+    /// A refunded or revoked transaction's revenue, taken back from the customer's exposures.
+    static let refund = SQLStatement(
+        "ledger_exposure_refund",
+        """
+        DELETE FROM exposure_revenue
+        WHERE transaction_id = $3 AND exposure_id IN (SELECT id FROM exposures WHERE bundle_id = $1 AND customer_key = $2)
         """)
     static let redeemed = SQLStatement(
         "ledger_exposure_redeemed",
@@ -242,12 +288,24 @@ enum ExposureQuery {
             last_ms
         FROM exposure_totals WHERE bundle_id = $1 AND offer_id = $2
         """)
+    /// Index `exposure_revenue_by_offer` alone, then the totals of the rows the purge and erasures took.
     static let revenue = SQLStatement(
         "ledger_exposure_revenue_totals",
         """
         SELECT experiment_id, arm, currency, sum(milliunits) AS milliunits, count(*) AS transactions
         FROM exposure_revenue WHERE bundle_id = $1 AND offer_id = $2
         GROUP BY experiment_id, arm, currency
+        UNION ALL
+        SELECT experiment_id, arm, currency, milliunits, transactions
+        FROM exposure_revenue_totals WHERE bundle_id = $1 AND offer_id = $2
+        """)
+    /// The revenue of the batch `purge` deletes next (the same oldest $2 exposures decided before $1), deleted first.
+    static let purgeRevenue = SQLStatement(
+        "ledger_exposure_purge_revenue",
+        """
+        DELETE FROM exposure_revenue
+        WHERE exposure_id IN (SELECT id FROM exposures WHERE exposed_ms < $1 ORDER BY exposed_ms, id LIMIT $2)
+        RETURNING bundle_id, offer_id, experiment_id, arm, currency, milliunits
         """)
     /// Index `exposures_by_time`: the oldest $2 exposures decided before $1, deleted; returns what the totals keep.
     static let purge = SQLStatement(
@@ -277,6 +335,22 @@ enum ExposureQuery {
                 THEN excluded.first_ms ELSE exposure_totals.first_ms END,
             last_ms = CASE WHEN exposure_totals.last_ms IS NULL OR excluded.last_ms > exposure_totals.last_ms
                 THEN excluded.last_ms ELSE exposure_totals.last_ms END
+        """)
+    static let addToRevenueTotals = SQLStatement(
+        "ledger_exposure_add_to_revenue_totals",
+        """
+        INSERT INTO exposure_revenue_totals (bundle_id, offer_id, experiment_id, arm, currency, milliunits, transactions)
+        VALUES ($1, $2, $3, $4, $5, $6, $7)
+        ON CONFLICT (bundle_id, offer_id, experiment_id, arm, currency) DO UPDATE
+        SET milliunits = exposure_revenue_totals.milliunits + excluded.milliunits,
+            transactions = exposure_revenue_totals.transactions + excluded.transactions
+        """)
+    /// A forgotten customer's revenue rows (the transactions' IDs), deleted for the totals.
+    static let forgetRevenue = SQLStatement(
+        "ledger_forget_exposure_revenue",
+        """
+        DELETE FROM exposure_revenue WHERE exposure_id IN (SELECT id FROM exposures WHERE customer_key = $1)
+        RETURNING bundle_id, offer_id, experiment_id, arm, currency, milliunits
         """)
     /// A forgotten customer's exposures stay as counts, without the key.
     static let forget = SQLStatement(

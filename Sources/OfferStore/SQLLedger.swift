@@ -413,9 +413,8 @@ public final class SQLLedger: Ledger {
         let erased = try database.transaction { (transaction) throws(LedgerError) -> Int in
             var erased = 0
             for statement in Query.forgetCounted { erased += try transaction.execute(statement, [.text(customerKey)]) }
-            for statement in Query.forget + [ExposureQuery.forget] {
-                try transaction.execute(statement, [.text(customerKey)])
-            }
+            for statement in Query.forget { try transaction.execute(statement, [.text(customerKey)]) }
+            erased += try Self.forgetExposures(transaction, customerKey: customerKey)
             return erased
         }
         database.erased()

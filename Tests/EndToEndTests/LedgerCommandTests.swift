@@ -55,7 +55,8 @@ struct LedgerCommandTests {
 
         let (forgetStatus, forgot, _) = try runBinary(["ledger", "forget", customer, "--config", config])
         #expect(forgetStatus == 0)
-        #expect(forgot.hasPrefix("forgot 1 record(s) of customer \(customer)"), "\(forgot)")
+        // Their signature, and their exposure to the offer it was for.
+        #expect(forgot.hasPrefix("forgot 2 record(s) of customer \(customer)"), "\(forgot)")
         let (_, after, _) = try runBinary(["ledger", "customer", customer, "--config", config])
         #expect(after == "no records of customer \(customer)\n")
         let (_, statsAfter, _) = try runBinary(["ledger", "stats", "--config", config])

@@ -38,7 +38,7 @@ struct ExperimentStatisticsTests {
         #expect(ExperimentStatistics.sampleSizePerArm(baseline: 0.10, effect: 0.05) == 686)
         #expect(ExperimentStatistics.sampleSizePerArm(baseline: 0.20, effect: 0.10) == 294)
         #expect(ExperimentStatistics.sampleSizePerArm(baseline: 0.20, effect: 0) == nil)
-        #expect(ExperimentStatistics.sampleSizePerArm(baseline: 0.95, effect: 0.10) == nil)
+        #expect(ExperimentStatistics.sampleSizePerArm(baseline: 0.50, effect: 0.60) == nil)
     }
 
     @Test("the verdict waits for the planned sample size, however good the numbers look before it")
@@ -72,5 +72,17 @@ struct ExperimentStatisticsTests {
             effect: 0.05)
         #expect(empty.verdict == .collecting)
         #expect(empty.requiredPerArm == nil && empty.interval == nil && empty.relativeLift == nil)
+    }
+
+    @Test("near a rate of 1 the plan looks for the effect downwards, so a verdict still comes")
+    func nearOne() {
+        #expect(ExperimentStatistics.sampleSizePerArm(baseline: 0.97, effect: 0.05) != nil)
+        #expect(
+            ExperimentStatistics.sampleSizePerArm(baseline: 0.97, effect: 0.05)
+                == ExperimentStatistics.sampleSizePerArm(baseline: 0.92, effect: 0.05))
+        let sure = ExperimentStatistics.compare(
+            treatment: .init(exposures: 1_000_000, conversions: 999_000),
+            holdout: .init(exposures: 1_000_000, conversions: 970_000), effect: 0.05)
+        #expect(sure.verdict == .treatmentBetter)
     }
 }

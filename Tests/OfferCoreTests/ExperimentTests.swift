@@ -196,6 +196,62 @@ struct ExperimentTests {
         #expect(before.isEligible && before.arm == .treatment && before.experimentId == "")
     }
 
+    @Test("while an experiment runs only its own split makes arms: a rollout rule that refuses makes no exposure")
+    func onlyTheExperimentSplits() throws {
+        var errors: [ConfigError] = []
+        let offer = try #require(
+            Offer.parse(
+                try JSONParser.parse(
+                    #"{"id": "o", "type": "promotional", "productIds": ["p"], "eligibility": {"any": [{"rollout": {"percent": 0, "salt": "x"}}, {"storefronts": ["FRA"]}]}, "experiment": {"id": "e", "start": "2026-01-01T00:00:00Z", "holdoutPercent": 50, "minimumDetectableEffect": 5}}"#
+                ), path: "$", errors: &errors))
+        #expect(errors.isEmpty)
+        for index in 0..<50 {
+            let decision = try OfferDecision.decide(
+                offer, bundleId: "b", customer: try lapsed("4000\(index)"), now: now, usage: nil)
+            #expect(decision.arm == nil && decision.experimentId == "e")
+        }
+    }
+
+    @Test("rollouts under not count as they would have to go, and an unknown fact still refuses")
+    func rolloutPolarity() throws {
+        func decide(_ rule: String) throws -> OfferDecision {
+            var errors: [ConfigError] = []
+            let offer = try #require(
+                Offer.parse(
+                    try JSONParser.parse(
+                        #"{"id": "o", "type": "promotional", "productIds": ["p"], "eligibility": \#(rule)}"#),
+                    path: "$", errors: &errors))
+            return try OfferDecision.decide(offer, bundleId: "b", customer: try lapsed("3000"), now: now, usage: nil)
+        }
+        // Everyone is in a 100% rollout: `not` of it refuses them, and only the rollout does.
+        #expect(try decide(#"{"not": {"rollout": {"percent": 100, "salt": "x"}}}"#).arm == .holdout)
+        // A fact the data does not carry (ownership is absent here) stays unknown, the rollout allowing or not: no
+        // exposure, since the customer might not have passed anyway.
+        let unknown = try decide(#"{"all": [{"rollout": {"percent": 0, "salt": "x"}}, {"ownership": ["PURCHASED"]}]}"#)
+        #expect(!unknown.isEligible && unknown.arm == nil)
+        let negated = try decide(
+            #"{"all": [{"rollout": {"percent": 0, "salt": "x"}}, {"not": {"ownership": ["PURCHASED"]}}]}"#)
+        #expect(!negated.isEligible && negated.arm == nil)
+    }
+
+    @Test("only a customer with a subscription is exposed: their purchases are what Apple notifies")
+    func subscriptionCustomersOnly() throws {
+        var errors: [ConfigError] = []
+        let offer = try #require(
+            Offer.parse(
+                try JSONParser.parse(#"{"id": "o", "type": "promotional", "productIds": ["p"]}"#), path: "$",
+                errors: &errors))
+        var app = AppTransactionPayload()
+        app.appTransactionId = "704289572311371720"
+        app.bundleId = "b"
+        app.receiptType = "Production"
+        let newcomer = try VerifiedCustomer(transaction: nil, renewalInfo: nil, appTransaction: app, now: now)
+        #expect(newcomer.facts.customerKey == "704289572311371720")
+        let decision = try OfferDecision.decide(offer, bundleId: "b", customer: newcomer, now: now, usage: nil)
+        #expect(decision.arm == nil)
+        #expect(decision.exposure(bundleId: "b", customer: newcomer, now: now) == nil)
+    }
+
     @Test("a rollout rule that alone excludes a customer makes a holdout too, also inside all and any")
     func rolloutRule() throws {
         let rules = [

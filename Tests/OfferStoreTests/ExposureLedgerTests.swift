@@ -201,4 +201,53 @@ struct ExposureLedgerTests {
         // The rows are gone: the same customer exposed again is new.
         #expect(try ledger.recordExposures([Self.exposure("c0", .treatment, at: Self.now + 2 * Self.day)]).count == 1)
     }
+
+    @Test(
+        "a refund takes its revenue back and converts nothing; a renewal with any offer does not retain; forget keeps the revenue as totals without the transactions",
+        arguments: Kind.allCases)
+    func refundsAndErasure(kind: Kind) throws {
+        let ledger = try make(kind)
+        _ = try ledger.recordExposures([Self.exposure("a", .holdout), Self.exposure("b", .holdout)])
+        let bought = Transaction(
+            id: "ta1", customer: "a", purchase: Self.now + 100, expires: Self.now + Self.day, signed: Self.now + 100)
+        _ = try ledger.recordNotification(Self.notification("u1", bought, price: 5000))
+        // An introductory price is an offer too: no retention.
+        var intro = Self.notification(
+            "u2",
+            Transaction(
+                id: "ta2", customer: "a", purchase: Self.now + 200, expires: Self.now + Self.day,
+                signed: Self.now + 200), type: "DID_RENEW", price: 100)
+        intro.observed?.discounted = true
+        _ = try ledger.recordNotification(intro)
+        #expect(try Self.outcome(ledger, .holdout)?.retained == 0)
+        // The first purchase refunded: its revenue goes; the conversion stays (they did buy), the lapse is recorded.
+        var refund = Self.notification(
+            "u3",
+            Transaction(
+                id: "ta1", customer: "a", purchase: Self.now + 100, expires: Self.now + Self.day,
+                signed: Self.now + 300), type: "REFUND", price: 5000, ended: Self.now + 300)
+        refund.observed?.revoked = true
+        guard case .recorded(let refunded) = try ledger.recordNotification(refund) else {
+            Issue.record("not recorded")
+            return
+        }
+        #expect(refunded.conversions.isEmpty)
+        var holdout = try #require(try Self.outcome(ledger, .holdout))
+        #expect(holdout.converted == 1 && holdout.lapsed == 1)
+        #expect(holdout.revenue == [Revenue(currency: "EUR", milliunits: 100, transactions: 1)])
+        // b buys; then b is forgotten: their revenue stays in the report, their transaction's ID leaves the ledger.
+        let other = Transaction(
+            id: "tb-secret", customer: "b", purchase: Self.now + 100, expires: Self.now + Self.day,
+            signed: Self.now + 100)
+        _ = try ledger.recordNotification(Self.notification("u4", other, price: 7000))
+        let before = try Self.outcome(ledger, .holdout)
+        #expect(try ledger.forget(customerKey: "b") >= 1)
+        holdout = try #require(try Self.outcome(ledger, .holdout))
+        #expect(holdout == before)
+        #expect(holdout.revenue == [Revenue(currency: "EUR", milliunits: 7100, transactions: 2)])
+        if kind == .sqlite {
+            let dump = try String(contentsOfFile: scratch.file("ledger.sqlite"), encoding: .isoLatin1)
+            #expect(!dump.contains("tb-secret"))
+        }
+    }
 }

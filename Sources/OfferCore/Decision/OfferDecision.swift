@@ -69,7 +69,8 @@ public struct OfferDecision: Sendable {
         if let rule = offer.eligibility { children.append(rule.evaluate(facts, path: "\(offer.path).eligibility")) }
         let experiment = offer.experiment.flatMap { $0.isRunning(at: now) ? $0 : nil }
         if let experiment { children.append(experiment.evaluate(customerKey: facts.customerKey)) }
-        let arm = customer != nil && facts.customerKey != nil ? Self.arm(children) : nil
+        // Exposures follow a subscription: only a customer known by it is one (`Exposure.customerKey`).
+        let arm = customer != nil && facts.originalTransactionId != nil ? Self.arm(children, experiment) : nil
         let experimentId = experiment?.id ?? ""
         guard children.allSatisfy(\.passed) else {
             return OfferDecision(
@@ -89,10 +90,19 @@ public struct OfferDecision: Sendable {
             counts: counts, arm: arm, experimentId: experimentId)
     }
 
-    /// The arm the rules' traces put a customer in: treatment when all passed, holdout when only rollouts refused.
-    private static func arm(_ children: [RuleTrace]) -> ExperimentArm? {
+    /// The arm the rules' traces put a customer in. While an experiment runs (its trace the last child), its own
+    /// split alone: every other rule passed, and the experiment included them (treatment) or held them out; a
+    /// customer any other rule refused, a rollout rule included, is no exposure, so both arms are alike in all but
+    /// the offer. Without one: treatment when all passed, holdout when rollout rules alone refused
+    /// (`passesWithRolloutsAllowing`).
+    private static func arm(_ children: [RuleTrace], _ experiment: Experiment?) -> ExperimentArm? {
+        if experiment != nil, let split = children.last {
+            guard children.dropLast().allSatisfy(\.passed) else { return nil }
+            if split.passed { return .treatment }
+            return split.code == "rollout_excluded" ? .holdout : nil
+        }
         if children.allSatisfy(\.passed) { return .treatment }
-        return children.allSatisfy(\.passesWithRolloutsIncluded) ? .holdout : nil
+        return children.allSatisfy(\.passesWithRolloutsAllowing) ? .holdout : nil
     }
 
     /// The counts `offer`'s limits are decided on for the customer of `facts` at `now`: in the customer's

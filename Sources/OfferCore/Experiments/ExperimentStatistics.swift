@@ -68,10 +68,12 @@ public enum ExperimentStatistics {
     }
 
     /// Exposures each arm needs to detect a change of `effect` (in rate, +0.05 for five points) from `baseline`,
-    /// two-sided at 5% with 80% power; `nil` when the effect is 0 or leaves 0 to 1.
+    /// two-sided at 5% with 80% power. The test is two-sided, so where `baseline + effect` would pass 1 (a rate near
+    /// 1 already) the change planned for is `baseline - effect`; `nil` when the effect is 0 or neither fits in 0 to 1.
     public static func sampleSizePerArm(baseline: Double, effect: Double) -> Int? {
         let p2 = baseline
-        let p1 = baseline + effect
+        var p1 = baseline + effect
+        if !(0...1).contains(p1) { p1 = baseline - effect }
         guard effect != 0, (0...1).contains(p1), (0...1).contains(p2) else { return nil }
         let pooled = (p1 + p2) / 2
         let root =

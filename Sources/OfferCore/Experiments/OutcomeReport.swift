@@ -183,8 +183,8 @@ extension Revenue {
 }
 
 /// Comma-separated values as RFC 4180 writes them, safe to open in a spreadsheet: a field that holds a comma, a
-/// quote or a line break is quoted, and one that starts like a formula (`=`, `+`, `-`, `@`) and is not a number is
-/// given a leading `'`.
+/// quote or a line break is quoted, and one that starts like a formula (`=`, `+`, `-`, `@`, a tab or a carriage
+/// return) and is not a number is given a leading `'`.
 public enum CSV {
     public static func table(_ header: [String], _ rows: [[String]]) -> String {
         ([header] + rows).map { $0.map(field).joined(separator: ",") }.joined(separator: "\r\n") + "\r\n"
@@ -192,7 +192,7 @@ public enum CSV {
 
     public static func field(_ text: String) -> String {
         var text = text
-        if let first = text.first, "=+-@".contains(first), Double(text) == nil { text = "'" + text }
+        if let first = text.first, "=+-@\t\r".contains(first), Double(text) == nil { text = "'" + text }
         guard text.contains(where: { $0 == "," || $0 == "\"" || $0 == "\n" || $0 == "\r" }) else { return text }
         var quoted = "\""
         for character in text {

@@ -10,7 +10,8 @@ public struct Exposure: Sendable, Equatable {
     public var offerId: String
     /// The experiment running at `at` (`OfferDecision.experimentId`), else `""`.
     public var experimentId: String
-    /// The customer's key (`CustomerFacts.customerKey`): the subscription's `originalTransactionId`.
+    /// The subscription's `originalTransactionId` (then also `CustomerFacts.customerKey`): what Apple's notifications
+    /// and lookups name, so what its outcomes are matched by. A customer without one is no exposure.
     public var customerKey: String
     public var arm: ExperimentArm
     /// Unix milliseconds of the decision.
@@ -36,7 +37,7 @@ public struct Exposure: Sendable, Equatable {
 extension OfferDecision {
     /// The exposure this decision is for `customer` of app `bundleId` at `now`, if it is one (`arm`).
     public func exposure(bundleId: String, customer: VerifiedCustomer?, now: Int64) -> Exposure? {
-        guard let arm, let facts = customer?.facts, let customerKey = facts.customerKey else { return nil }
+        guard let arm, let facts = customer?.facts, let customerKey = facts.originalTransactionId else { return nil }
         return Exposure(
             bundleId: bundleId, namespace: LedgerNamespace(environment: facts.environment), offerId: offer.id,
             experimentId: experimentId, customerKey: customerKey, arm: arm, at: now)

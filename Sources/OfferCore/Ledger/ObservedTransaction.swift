@@ -23,11 +23,19 @@ public struct ObservedTransaction: Sendable, Equatable {
     public var price: Int64?
     /// ISO 4217, with `price`.
     public var currency: String?
+    /// Whether it was bought with an offer of any type (introductory and offer codes too): a full-price renewal has
+    /// none.
+    public var discounted: Bool
+    /// Whether Apple refunded or revoked it (`revocationDate`): no conversion, no revenue.
+    public var revoked: Bool
 
     public init(
         bundleId: String, namespace: LedgerNamespace, originalTransactionId: String, transactionId: String,
-        purchaseDate: Int64, offerId: String?, offerType: Int?, price: Int64? = nil, currency: String? = nil
+        purchaseDate: Int64, offerId: String?, offerType: Int?, price: Int64? = nil, currency: String? = nil,
+        discounted: Bool? = nil, revoked: Bool = false
     ) {
+        self.discounted = discounted ?? (offerId != nil)
+        self.revoked = revoked
         self.price = price
         self.currency = currency
         self.bundleId = bundleId
@@ -56,7 +64,8 @@ public struct ObservedTransaction: Sendable, Equatable {
             bundleId: bundleId, namespace: LedgerNamespace(environment: transaction.environment?.rawValue),
             originalTransactionId: originalTransactionId, transactionId: transactionId,
             purchaseDate: purchaseDate, offerId: offerId, offerType: offerId == nil ? nil : offerType,
-            price: transaction.currency == nil ? nil : transaction.price, currency: transaction.currency)
+            price: transaction.currency == nil ? nil : transaction.price, currency: transaction.currency,
+            discounted: offerType != nil, revoked: transaction.revocationDate != nil)
     }
 }
 

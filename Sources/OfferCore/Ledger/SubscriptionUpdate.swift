@@ -59,13 +59,16 @@ public struct SubscriptionUpdate: Sendable, Equatable {
     }
 
     /// When a subscription as looked up at `now` ended: its transaction's revocation, else its expiry when that has
-    /// passed and neither a grace period nor Apple's billing retry still runs; `nil` when it has not.
+    /// passed and its renewal info says why it expired (`expirationIntent`, which Apple sets once it has), with
+    /// neither a grace period nor Apple's billing retry still running; `nil` when it has not, or the data cannot
+    /// tell yet (a lookup just past the expiry, before Apple billed the renewal).
     public static func ended(
         _ transaction: JWSTransactionPayload, _ renewalInfo: JWSRenewalInfoPayload?, at now: Int64
     ) -> Int64? {
         if let revoked = transaction.revocationDate { return revoked }
-        guard let expires = transaction.expiresDate, expires <= now, renewalInfo?.isInBillingRetryPeriod != true,
-            (renewalInfo?.gracePeriodExpiresDate ?? .min) <= now
+        guard let expires = transaction.expiresDate, expires <= now, let renewalInfo,
+            renewalInfo.expirationIntent != nil, renewalInfo.isInBillingRetryPeriod != true,
+            (renewalInfo.gracePeriodExpiresDate ?? .min) <= now
         else { return nil }
         return expires
     }

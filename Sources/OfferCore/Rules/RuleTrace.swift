@@ -110,22 +110,38 @@ public struct RuleTrace: Sendable, Equatable {
 }
 
 extension RuleTrace {
-    /// Whether this trace would pass had every rollout it holds included the customer: a `rollout_excluded` leaf
-    /// counts as passed, and `all`, `any` and `not` are combined again over that. What tells a holdout (kept from
-    /// the offer by a rollout alone) from a customer the offer's rules refused.
-    public var passesWithRolloutsIncluded: Bool {
-        if passed && !children.contains(where: { $0.holdsRollout }) { return true }
-        if rule == "rollout" { return passed || code == "rollout_excluded" }
-        switch rule {
-        case "any": return children.contains { $0.passesWithRolloutsIncluded }
-        case "not":
-            guard let child = children.first else { return passed }
-            return !child.isUnknown && !child.passesWithRolloutsIncluded
-        default:
-            return children.isEmpty ? passed : children.allSatisfy { $0.passesWithRolloutsIncluded }
+    /// Whether this trace would pass had every rollout in it gone the customer's way: a rollout under an even
+    /// number of `not`s including them, one under an odd number excluding them, while every other rule keeps its
+    /// answer (an unknown fact stays unknown, and refuses). What tells a holdout, kept from the offer by rollouts
+    /// alone, from a customer the offer's other rules refused.
+    public var passesWithRolloutsAllowing: Bool { truth(positive: true) == .pass }
+
+    private enum Truth: Comparable {
+        case fail, unknown, pass
+
+        var negated: Truth {
+            switch self {
+            case .pass: .fail
+            case .fail: .pass
+            case .unknown: .unknown
+            }
         }
     }
 
-    /// Whether a rollout is somewhere in this trace.
-    private var holdsRollout: Bool { rule == "rollout" || children.contains { $0.holdsRollout } }
+    /// Three-valued, as the rules combine: `all` the least of its children, `any` the most, `not` the negation of
+    /// its child (evaluated with the polarity turned).
+    private func truth(positive: Bool) -> Truth {
+        switch rule {
+        case "rollout":
+            if code == "customer_unknown" { return .unknown }
+            return positive ? .pass : .fail
+        case "all": return children.map { $0.truth(positive: positive) }.min() ?? .pass
+        case "any": return children.map { $0.truth(positive: positive) }.max() ?? .fail
+        case "not": return children.first.map { $0.truth(positive: !positive).negated } ?? own
+        default: return own
+        }
+    }
+
+    /// This trace's own answer.
+    private var own: Truth { passed ? .pass : isUnknown ? .unknown : .fail }
 }

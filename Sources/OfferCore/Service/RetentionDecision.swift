@@ -35,3 +35,13 @@ public struct RetentionDecision: Sendable {
     /// The entry that answers, or `nil` when none applies.
     public var chosen: Step? { steps.last.flatMap { $0.outcome == .applies ? $0 : nil } }
 }
+
+extension RetentionDecision {
+    /// The exposures of the entries whose offer held `customer` out (`OfferDecision.arm` holdout) at `now`.
+    public func holdouts(bundleId: String, customer: VerifiedCustomer?, now: Int64) -> [Exposure] {
+        steps.compactMap { step in
+            guard let offer = step.offer, offer.arm == .holdout else { return nil }
+            return offer.exposure(bundleId: bundleId, customer: customer, now: now)
+        }
+    }
+}

@@ -17,7 +17,7 @@ struct EligibilityRoutes {
         try await facts.update(verified, context)
         let listing = try eligibility.eligibleOffers(verified, productIds: body.productIds, now: context.now)
         // Every offer decided for the customer that exposed them (shown, or held out), before the answer goes.
-        try await issuance.expose(listing.exposures(at: context.now), context)
+        await issuance.expose(listing.exposures(at: context.now), context)
         let reply = EligibilityResponse(
             promotionalOffers: listing.promotionalOffers.map {
                 OfferProduct(offerId: $0.offerId, productId: $0.productId)

@@ -134,9 +134,11 @@ struct OfferIssuance: Sendable {
         }
     }
 
-    /// Records exposures without a signature (a holdout kept from the offer, the offers a listing decided), once
-    /// durable; a ledger failure is `storage_unavailable` (logged). Without storage nothing is recorded.
-    func expose(_ exposures: [Exposure], _ context: RequestContext) async throws(OfferError) {
+    /// Records exposures without a signature (a holdout kept from the offer, the offers a listing or a retention
+    /// answer decided), waiting until they are durable. A question is answered even when its exposures cannot be
+    /// recorded: the ledger's failure is logged (`exposures not recorded`, with their count) and the answer goes.
+    /// Without storage nothing is recorded.
+    func expose(_ exposures: [Exposure], _ context: RequestContext) async {
         guard let ledger, !exposures.isEmpty else { return }
         let result = await withCheckedContinuation {
             (continuation: CheckedContinuation<Result<[Exposure], LedgerError>, Never>) in
@@ -147,8 +149,9 @@ struct OfferIssuance: Sendable {
         switch result {
         case .success(let recorded): Self.count(recorded, context)
         case .failure(let error):
-            context.log.error("ledger failure", [("kind", error.kind.rawValue), ("error", error.description)])
-            throw OfferError.storageUnavailable
+            context.log.error(
+                "exposures not recorded",
+                [("count", String(exposures.count)), ("kind", error.kind.rawValue), ("error", error.description)])
         }
     }
 

@@ -93,6 +93,9 @@ struct RetentionRoutes: Sendable {
             while !first.isAnswered {
                 let decision = try retention.decide(
                     verified, customer: customer, now: context.now, from: start, countingLimits: false)
+                // The offers it held the customer out of are exposures too: the comparison's other arm.
+                await issuance.expose(
+                    decision.holdouts(bundleId: verified.app.bundleId, customer: customer, now: context.now), context)
                 guard let chosen = decision.chosen, let message = chosen.message?.messageIdentifier else {
                     answers.keep(.none, for: key, now: context.now)
                     return Answer(result: .failure(OfferError.noRetentionAnswer), label: "none")

@@ -37,7 +37,7 @@ struct SignatureRoutes {
             offer, productId: body.productId, verified, now: context.now, countingLimits: false)
         guard verdict.decision.isEligible else {
             // A holdout is an exposure too: what the offer's effect is measured against.
-            if let exposure = verdict.exposure(at: context.now) { try await issuance.expose([exposure], context) }
+            if let exposure = verdict.exposure(at: context.now) { await issuance.expose([exposure], context) }
             let reasons = verdict.decision.outcome.reasons
             context.recordDecision("not_eligible", offer: offer.id, reasons: reasons)
             throw OfferError.notEligible(reasons)

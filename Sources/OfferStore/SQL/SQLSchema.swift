@@ -428,8 +428,9 @@ enum SQLSchema {
         // Outcomes: one exposure per customer, offer and experiment period (`""` outside any), its arm and what
         // became of it (a signature, a redemption, a conversion, a full-price renewal after it, the subscription's
         // end), found by customer (what Apple's data updates) and counted by offer (the reports, through an index
-        // that holds every column they count); the revenue after exposures, one row per transaction and exposure
-        // (no customer key); and what the purge keeps of the exposures it deletes.
+        // that holds every column they count); the revenue after each exposure, one row per exposure and
+        // transaction (counted by offer through an index of its own; gone with its exposure, into totals without
+        // any identifier, when the purge or an erasure takes the exposure); and what the purge keeps.
         Step(sqlite: 11, postgresql: 7) { t in
             [
                 """
@@ -461,15 +462,32 @@ enum SQLSchema {
                 "CREATE INDEX exposures_by_time ON exposures (exposed_ms)",
                 """
                 CREATE TABLE exposure_revenue (
+                    exposure_id \(t.integer) NOT NULL,
+                    transaction_id TEXT NOT NULL,
                     bundle_id TEXT NOT NULL,
                     offer_id TEXT NOT NULL,
                     experiment_id TEXT NOT NULL,
                     arm TEXT NOT NULL,
                     currency TEXT NOT NULL,
-                    transaction_id TEXT NOT NULL,
                     milliunits \(t.integer) NOT NULL,
                     at_ms \(t.integer) NOT NULL,
-                    PRIMARY KEY (bundle_id, offer_id, experiment_id, arm, currency, transaction_id)
+                    PRIMARY KEY (exposure_id, transaction_id)
+                )\(t.keyedTable)
+                """,
+                """
+                CREATE INDEX exposure_revenue_by_offer
+                ON exposure_revenue (bundle_id, offer_id, experiment_id, arm, currency, milliunits)
+                """,
+                """
+                CREATE TABLE exposure_revenue_totals (
+                    bundle_id TEXT NOT NULL,
+                    offer_id TEXT NOT NULL,
+                    experiment_id TEXT NOT NULL,
+                    arm TEXT NOT NULL,
+                    currency TEXT NOT NULL,
+                    milliunits \(t.integer) NOT NULL,
+                    transactions \(t.integer) NOT NULL,
+                    PRIMARY KEY (bundle_id, offer_id, experiment_id, arm, currency)
                 )\(t.keyedTable)
                 """,
                 """
