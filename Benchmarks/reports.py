@@ -33,10 +33,10 @@ TIMED = 5
 OFFER = "bench_experiment"
 OTHER = "bench_other"
 EXPERIMENT = "year"
-COLUMNS = ("bundle_id", "offer_id", "experiment_id", "customer_key", "arm", "exposed_ms", "signed_ms",
-           "redeemed_ms", "converted_ms", "converted_with_offer", "retained_ms", "lapsed_ms")
-REVENUE_COLUMNS = ("bundle_id", "offer_id", "experiment_id", "arm", "currency", "transaction_id", "milliunits",
-                   "at_ms")
+COLUMNS = ("id", "bundle_id", "offer_id", "experiment_id", "customer_key", "arm", "exposed_ms", "signed_ms",
+           "redeemed_ms", "converted_ms", "converted_with_offer", "retained_ms", "lapsed_ms", "state")
+REVENUE_COLUMNS = ("exposure_id", "transaction_id", "bundle_id", "offer_id", "experiment_id", "arm", "currency",
+                   "milliunits", "at_ms")
 
 
 class ReportsError(Exception):
@@ -64,14 +64,18 @@ def exposures(bundle_id: str, now_ms: int, seed: int = 22):
                 else:
                     lapsed = converted + 30 * 86_400_000
             key = f"{offer[-5:]}{index:09d}"
-            rows.append((bundle_id, offer, experiment, key, arm, exposed, signed, redeemed, converted,
-                         with_offer if converted else None, retained, lapsed))
+            identifier = len(rows) + 1
+            # Exposure.State: signed 1, redeemed 2, converted 4, with the offer 8, retained 16, lapsed 32.
+            state = ((1 if signed else 0) | (2 if redeemed else 0) | (4 if converted else 0)
+                     | (8 if converted and with_offer else 0) | (16 if retained else 0) | (32 if lapsed else 0))
+            rows.append((identifier, bundle_id, offer, experiment, key, arm, exposed, signed, redeemed, converted,
+                         with_offer if converted else None, retained, lapsed, state))
             if converted:
                 currency = "EUR" if index % 3 else "USD"
-                revenue.append((bundle_id, offer, experiment, arm, currency, key + "1", 1990 if with_offer else 9990,
-                                converted))
+                revenue.append((identifier, key + "1", bundle_id, offer, experiment, arm, currency,
+                                1990 if with_offer else 9990, converted))
                 if retained:
-                    revenue.append((bundle_id, offer, experiment, arm, currency, key + "2", 9990, retained))
+                    revenue.append((identifier, key + "2", bundle_id, offer, experiment, arm, currency, 9990, retained))
     return rows, revenue
 
 
@@ -152,7 +156,8 @@ def fill_postgresql(dsn: str, rows: list, revenue: list) -> None:
 
     copy("exposures", COLUMNS, rows)
     copy("exposure_revenue", REVENUE_COLUMNS, revenue)
-    subprocess.run([psql, dsn, "-q", "-c", "VACUUM ANALYZE exposures; VACUUM ANALYZE exposure_revenue"],
+    # Each VACUUM its own command: psql runs one -c's statements in one transaction, where VACUUM cannot run.
+    subprocess.run([psql, dsn, "-q", "-c", "VACUUM ANALYZE exposures", "-c", "VACUUM ANALYZE exposure_revenue"],
                    check=True, capture_output=True, timeout=600)
 
 
@@ -230,6 +235,8 @@ def measure_reports(binary: str, directory: Path, base_config: dict, postgres: s
     for label, storage in backends:
         print(f"reports: {label}: filling the ledger and asking ...", flush=True)
         result[label] = measure_backend(binary, directory, config, storage, label, rows, revenue, bundle_id)
+        print(f"reports: {describe({**result, 'sqlite': None, 'postgresql': None, label: result[label]})[0]}",
+              flush=True)
     return result
 
 
@@ -237,7 +244,7 @@ def describe(result: dict) -> list[str]:
     """Lines for the run's output and the report."""
     lines = []
     for label in ("sqlite", "postgresql"):
-        if label not in result:
+        if not result.get(label):
             continue
         row = result[label]
         reports = row["reports"]

@@ -45,15 +45,21 @@ extension SQLLedger {
                 sum.transactions += row.int("transactions")
                 revenue[key, default: [:]][currency] = sum
             }
-            let outcomes = try reader.rows(ExposureQuery.outcomes, values).compactMap { row -> ArmOutcome? in
-                guard let arm = row.text("arm").flatMap(ExperimentArm.init(rawValue:)) else { return nil }
-                let experimentId = row.text("experiment_id") ?? ""
-                return ArmOutcome(
-                    experimentId: experimentId, arm: arm, exposures: row.int("exposures"),
-                    signaturesIssued: row.int("signed"), redeemed: row.int("redeemed"),
-                    converted: row.int("converted"), convertedWithoutOffer: row.int("without_offer"),
-                    retained: row.int("retained"), lapsed: row.int("lapsed"), firstExposure: row.integer("first_ms"),
-                    lastExposure: row.integer("last_ms"))
+            var outcomes: [ArmOutcome] = []
+            for row in try reader.rows(ExposureQuery.outcomes, values) {
+                guard let arm = row.text("arm").flatMap(ExperimentArm.init(rawValue:)) else { continue }
+                var outcome = ArmOutcome(experimentId: row.text("experiment_id") ?? "", arm: arm)
+                outcome.add(state: row.int("state"), count: row.int("count"))
+                outcomes.append(outcome)
+            }
+            for row in try reader.rows(ExposureQuery.totals, values) {
+                guard let arm = row.text("arm").flatMap(ExperimentArm.init(rawValue:)) else { continue }
+                outcomes.append(
+                    ArmOutcome(
+                        experimentId: row.text("experiment_id") ?? "", arm: arm, exposures: row.int("exposures"),
+                        signaturesIssued: row.int("signed"), redeemed: row.int("redeemed"),
+                        converted: row.int("converted"), convertedWithoutOffer: row.int("without_offer"),
+                        retained: row.int("retained"), lapsed: row.int("lapsed")))
             }
             var merged = ArmOutcome.merged(outcomes)
             for index in merged.indices {
@@ -86,8 +92,9 @@ extension SQLLedger {
         for (record, exposure, signed) in writes {
             let key: [SQLValue] = exposure.order.map(SQLValue.text)
             let signedAt: SQLValue = .integer(signed ? exposure.at : nil)
+            let state = SQLValue.integer(Int64(signed ? Exposure.State.signed.rawValue : 0))
             let read = try transaction.readLater(
-                ExposureQuery.insert, key + [.text(exposure.arm.rawValue), .integer(exposure.at), signedAt])
+                ExposureQuery.insert, key + [.text(exposure.arm.rawValue), .integer(exposure.at), signedAt, state])
             reads.append((record, exposure, read))
             if signed { try transaction.write(ExposureQuery.signed, key + [signedAt]) }
         }
@@ -159,13 +166,8 @@ extension SQLLedger {
             let key = [
                 row.text("bundle_id") ?? "", row.text("offer_id") ?? "", row.text("experiment_id") ?? "", arm.rawValue,
             ]
-            let converted = row.integer("converted_ms") != nil
-            let one = ArmOutcome(
-                experimentId: key[2], arm: arm, exposures: 1, signaturesIssued: row.integer("signed_ms") != nil ? 1 : 0,
-                redeemed: row.integer("redeemed_ms") != nil ? 1 : 0, converted: converted ? 1 : 0,
-                convertedWithoutOffer: converted && row.integer("converted_with_offer") == 0 ? 1 : 0,
-                retained: row.integer("retained_ms") != nil ? 1 : 0, lapsed: row.integer("lapsed_ms") != nil ? 1 : 0,
-                firstExposure: row.integer("exposed_ms"), lastExposure: row.integer("exposed_ms"))
+            var one = ArmOutcome(experimentId: key[2], arm: arm)
+            one.add(state: row.int("state"), count: 1)
             totals[key] = totals[key].map { $0 + one } ?? one
         }
         // In a fixed order, so concurrent purges update rows in the same order.
@@ -176,7 +178,7 @@ extension SQLLedger {
                     + [
                         total.exposures, total.signaturesIssued, total.redeemed, total.converted,
                         total.convertedWithoutOffer, total.retained, total.lapsed,
-                    ].map { .integer(Int64($0)) } + [.integer(total.firstExposure), .integer(total.lastExposure)])
+                    ].map { .integer(Int64($0)) })
         }
         return rows.count
     }
@@ -216,28 +218,30 @@ enum ExposureQuery {
     static let insert = SQLStatement(
         "ledger_exposure_insert",
         """
-        INSERT INTO exposures (bundle_id, customer_key, offer_id, experiment_id, arm, exposed_ms, signed_ms)
-        VALUES ($1, $2, $3, $4, $5, $6, $7)
+        INSERT INTO exposures (bundle_id, customer_key, offer_id, experiment_id, arm, exposed_ms, signed_ms, state)
+        VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
         ON CONFLICT (bundle_id, customer_key, offer_id, experiment_id) DO NOTHING
         RETURNING arm
         """)
     static let signed = SQLStatement(
         "ledger_exposure_signed",
         """
-        UPDATE exposures SET signed_ms = $5
+        UPDATE exposures SET signed_ms = $5, state = state | 1
         WHERE bundle_id = $1 AND customer_key = $2 AND offer_id = $3 AND experiment_id = $4 AND signed_ms IS NULL
         """)
     static let retained = SQLStatement(
         "ledger_exposure_retained",
         """
-        UPDATE exposures SET retained_ms = $3
+        UPDATE exposures SET retained_ms = $3, state = state | 16
         WHERE bundle_id = $1 AND customer_key = $2 AND converted_ms < $3 AND retained_ms IS NULL AND lapsed_ms IS NULL
         """)
     /// Returns the offer and arm of each exposure it converted.
     static let converted = SQLStatement(
         "ledger_exposure_converted",
         """
-        UPDATE exposures SET converted_ms = $3, converted_with_offer = CASE WHEN offer_id = $4 THEN 1 ELSE 0 END
+        UPDATE exposures
+        SET converted_ms = $3, converted_with_offer = CASE WHEN offer_id = $4 THEN 1 ELSE 0 END,
+            state = state | CASE WHEN offer_id = $4 THEN 12 ELSE 4 END
         WHERE bundle_id = $1 AND customer_key = $2 AND converted_ms IS NULL AND exposed_ms < $3
         RETURNING offer_id, arm
         """)
@@ -262,30 +266,28 @@ enum ExposureQuery {
     static let redeemed = SQLStatement(
         "ledger_exposure_redeemed",
         """
-        UPDATE exposures SET redeemed_ms = $4
+        UPDATE exposures SET redeemed_ms = $4, state = state | 2
         WHERE bundle_id = $1 AND customer_key = $2 AND offer_id = $3 AND redeemed_ms IS NULL AND exposed_ms < $4
         """)
     static let lapsed = SQLStatement(
         "ledger_exposure_lapsed",
         """
-        UPDATE exposures SET lapsed_ms = $3
+        UPDATE exposures SET lapsed_ms = $3, state = state | 32
         WHERE bundle_id = $1 AND customer_key = $2 AND converted_ms IS NOT NULL AND converted_ms <= $3
             AND retained_ms IS NULL AND lapsed_ms IS NULL
         """)
-    /// Index `exposures_by_offer` alone (it holds every column counted), then the purge's totals.
+    /// Index `exposures_by_offer` alone: the exposures kept, by period, arm and state (`Exposure.State`).
     static let outcomes = SQLStatement(
         "ledger_exposure_outcomes",
         """
-        SELECT experiment_id, arm, count(*) AS exposures, count(signed_ms) AS signed, count(redeemed_ms) AS redeemed,
-            count(converted_ms) AS converted,
-            count(CASE WHEN converted_ms IS NOT NULL AND converted_with_offer = 0 THEN 1 END) AS without_offer,
-            count(retained_ms) AS retained, count(lapsed_ms) AS lapsed, min(exposed_ms) AS first_ms,
-            max(exposed_ms) AS last_ms
-        FROM exposures WHERE bundle_id = $1 AND offer_id = $2
-        GROUP BY experiment_id, arm
-        UNION ALL
-        SELECT experiment_id, arm, exposures, signed, redeemed, converted, without_offer, retained, lapsed, first_ms,
-            last_ms
+        SELECT experiment_id, arm, state, count(*) AS count FROM exposures WHERE bundle_id = $1 AND offer_id = $2
+        GROUP BY experiment_id, arm, state
+        """)
+    /// What the purge kept of the exposures it deleted.
+    static let totals = SQLStatement(
+        "ledger_exposure_totals",
+        """
+        SELECT experiment_id, arm, exposures, signed, redeemed, converted, without_offer, retained, lapsed
         FROM exposure_totals WHERE bundle_id = $1 AND offer_id = $2
         """)
     /// Index `exposure_revenue_by_offer` alone, then the totals of the rows the purge and erasures took.
@@ -313,16 +315,15 @@ enum ExposureQuery {
         """
         DELETE FROM exposures
         WHERE id IN (SELECT id FROM exposures WHERE exposed_ms < $1 ORDER BY exposed_ms, id LIMIT $2)
-        RETURNING bundle_id, offer_id, experiment_id, arm, exposed_ms, signed_ms, redeemed_ms, converted_ms,
-            converted_with_offer, retained_ms, lapsed_ms
+        RETURNING bundle_id, offer_id, experiment_id, arm, state
         """)
     static let addToTotals = SQLStatement(
         "ledger_exposure_add_to_totals",
         """
         INSERT INTO exposure_totals
             (bundle_id, offer_id, experiment_id, arm, exposures, signed, redeemed, converted, without_offer, retained,
-             lapsed, first_ms, last_ms)
-        VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)
+             lapsed)
+        VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)
         ON CONFLICT (bundle_id, offer_id, experiment_id, arm) DO UPDATE
         SET exposures = exposure_totals.exposures + excluded.exposures,
             signed = exposure_totals.signed + excluded.signed,
@@ -330,11 +331,7 @@ enum ExposureQuery {
             converted = exposure_totals.converted + excluded.converted,
             without_offer = exposure_totals.without_offer + excluded.without_offer,
             retained = exposure_totals.retained + excluded.retained,
-            lapsed = exposure_totals.lapsed + excluded.lapsed,
-            first_ms = CASE WHEN exposure_totals.first_ms IS NULL OR excluded.first_ms < exposure_totals.first_ms
-                THEN excluded.first_ms ELSE exposure_totals.first_ms END,
-            last_ms = CASE WHEN exposure_totals.last_ms IS NULL OR excluded.last_ms > exposure_totals.last_ms
-                THEN excluded.last_ms ELSE exposure_totals.last_ms END
+            lapsed = exposure_totals.lapsed + excluded.lapsed
         """)
     static let addToRevenueTotals = SQLStatement(
         "ledger_exposure_add_to_revenue_totals",

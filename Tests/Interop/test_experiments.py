@@ -313,11 +313,12 @@ def test_the_false_positive_rate_across_seeds_is_near_five_percent(world):
                 arm = "treatment" if generator.random() < 0.5 else "holdout"
                 rate = 0.2 + (lift if arm == "treatment" else 0)
                 converted = generator.random() < rate
+                # The state's flag 4 is "converted" (Exposure.State).
                 rows.append((BUNDLE_ID, offer, f"e-{index}", f"9{index:04d}{customer:06d}", arm, 1_000,
-                             2_000 if converted else None, 0 if converted else None))
+                             2_000 if converted else None, 0 if converted else None, 4 if converted else 0))
             connection.executemany(
                 "INSERT INTO exposures (bundle_id, offer_id, experiment_id, customer_key, arm, exposed_ms, "
-                "converted_ms, converted_with_offer) VALUES (?, ?, ?, ?, ?, ?, ?, ?)", rows)
+                "converted_ms, converted_with_offer, state) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)", rows)
     # The offers, each with its experiment, are served by a second deployment on the same ledger.
     seeded = [{"id": f"seeded-{index}", "type": "promotional", "productIds": [PRODUCT_MONTHLY],
                "experiment": experiment(f"e-{index}", 50, 10)} for index in range(2 * FALSE_POSITIVE_OFFERS)]

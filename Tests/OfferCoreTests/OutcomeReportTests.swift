@@ -12,7 +12,6 @@ struct OutcomeReportTests {
             experimentId: "spring", arm: arm, exposures: exposures, signaturesIssued: arm == .treatment ? exposures : 0,
             redeemed: arm == .treatment ? converted : 0, converted: converted,
             convertedWithoutOffer: arm == .holdout ? converted : 0, retained: retained, lapsed: converted - retained,
-            firstExposure: 1_000, lastExposure: 2_000,
             revenue: [Revenue(currency: "EUR", milliunits: Int64(converted) * 9990, transactions: converted)])
     }
 
@@ -20,14 +19,12 @@ struct OutcomeReportTests {
     func merged() {
         let kept = Self.arm(.treatment, exposures: 10, converted: 3)
         var purged = Self.arm(.treatment, exposures: 5, converted: 1)
-        purged.firstExposure = 500
         purged.revenue = [Revenue(currency: "USD", milliunits: 100, transactions: 1)]
         let other = ArmOutcome(experimentId: "", arm: .treatment, exposures: 7)
         let all = ArmOutcome.merged([kept, other, purged, Self.arm(.holdout, exposures: 4, converted: 1)])
         #expect(all.map(\.experimentId) == ["", "spring", "spring"])
         #expect(all.map(\.arm) == [.treatment, .treatment, .holdout])
-        #expect(all[1].exposures == 15 && all[1].converted == 4 && all[1].firstExposure == 500)
-        #expect(all[1].lastExposure == 2_000)
+        #expect(all[1].exposures == 15 && all[1].converted == 4)
         #expect(
             all[1].revenue == [
                 Revenue(currency: "EUR", milliunits: 29_970, transactions: 3),
@@ -75,6 +72,19 @@ struct OutcomeReportTests {
         #expect(byRetention.json["environment"] == .string("Sandbox"))
         #expect(byRetention.json["holdout"]?["rate"] == .null)
         #expect(byRetention.json["holdout"]?["interval"] == .null)
+    }
+
+    @Test("an exposure's state flags count as the outcomes they stand for")
+    func states() {
+        var arm = ArmOutcome(experimentId: "", arm: .treatment)
+        arm.add(state: Exposure.State([.signed, .redeemed, .converted, .withOffer, .retained]).rawValue, count: 3)
+        arm.add(state: Exposure.State([.converted, .lapsed]).rawValue, count: 2)
+        arm.add(state: 0, count: 5)
+        #expect(
+            arm
+                == ArmOutcome(
+                    experimentId: "", arm: .treatment, exposures: 10, signaturesIssued: 3, redeemed: 3, converted: 5,
+                    convertedWithoutOffer: 2, retained: 3, lapsed: 2))
     }
 
     @Test("a CSV field is quoted when it must be, and never starts a spreadsheet formula")

@@ -68,7 +68,6 @@ struct ExposureLedgerTests {
         #expect(other.count == 1)
         let holdout = try #require(try Self.outcome(ledger, .holdout))
         #expect(holdout.exposures == 1)
-        #expect(holdout.firstExposure == Self.now)
         #expect(try Self.outcome(ledger, .treatment)?.exposures == 1)
         #expect(try Self.outcome(ledger, .treatment, experiment: "")?.exposures == 1)
         // Sandbox counts apart.

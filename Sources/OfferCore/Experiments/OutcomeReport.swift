@@ -34,16 +34,13 @@ public struct ArmOutcome: Sendable, Equatable {
     public var retained: Int
     /// Of the converted, those whose subscription ended before a full-price renewal.
     public var lapsed: Int
-    /// The first and last exposure, Unix milliseconds.
-    public var firstExposure: Int64?
-    public var lastExposure: Int64?
     /// By currency, in currency order.
     public var revenue: [Revenue]
 
     public init(
         experimentId: String, arm: ExperimentArm, exposures: Int = 0, signaturesIssued: Int = 0, redeemed: Int = 0,
         converted: Int = 0, convertedWithoutOffer: Int = 0, retained: Int = 0, lapsed: Int = 0,
-        firstExposure: Int64? = nil, lastExposure: Int64? = nil, revenue: [Revenue] = []
+        revenue: [Revenue] = []
     ) {
         self.experimentId = experimentId
         self.arm = arm
@@ -54,8 +51,6 @@ public struct ArmOutcome: Sendable, Equatable {
         self.convertedWithoutOffer = convertedWithoutOffer
         self.retained = retained
         self.lapsed = lapsed
-        self.firstExposure = firstExposure
-        self.lastExposure = lastExposure
         self.revenue = revenue
     }
 
@@ -67,6 +62,18 @@ public struct ArmOutcome: Sendable, Equatable {
         }
     }
 
+    /// The exposures in `count` with the outcomes of `state` (`Exposure.State`), added.
+    public mutating func add(state: Int, count: Int) {
+        let has = { (flag: Exposure.State) in Exposure.State(rawValue: state).contains(flag) ? count : 0 }
+        exposures += count
+        signaturesIssued += has(.signed)
+        redeemed += has(.redeemed)
+        converted += has(.converted)
+        if Exposure.State(rawValue: state).contains(.converted) { convertedWithoutOffer += count - has(.withOffer) }
+        retained += has(.retained)
+        lapsed += has(.lapsed)
+    }
+
     /// Two counts of the same arm and period added (the purge's aggregates and the rows still kept).
     public static func + (left: ArmOutcome, right: ArmOutcome) -> ArmOutcome {
         var revenue: [String: Revenue] = [:]
@@ -76,16 +83,12 @@ public struct ArmOutcome: Sendable, Equatable {
             sum.transactions += item.transactions
             revenue[item.currency] = sum
         }
-        func earliest(_ a: Int64?, _ b: Int64?) -> Int64? { [a, b].compactMap { $0 }.min() }
-        func latest(_ a: Int64?, _ b: Int64?) -> Int64? { [a, b].compactMap { $0 }.max() }
         return ArmOutcome(
             experimentId: left.experimentId, arm: left.arm, exposures: left.exposures + right.exposures,
             signaturesIssued: left.signaturesIssued + right.signaturesIssued, redeemed: left.redeemed + right.redeemed,
             converted: left.converted + right.converted,
             convertedWithoutOffer: left.convertedWithoutOffer + right.convertedWithoutOffer,
             retained: left.retained + right.retained, lapsed: left.lapsed + right.lapsed,
-            firstExposure: earliest(left.firstExposure, right.firstExposure),
-            lastExposure: latest(left.lastExposure, right.lastExposure),
             revenue: revenue.values.sorted { $0.currency < $1.currency })
     }
 
@@ -140,16 +143,13 @@ public struct OutcomeReport: Sendable, Equatable {
 
 extension ArmOutcome {
     public var json: JSONValue {
-        var members: [String: JSONValue] = [
+        .object([
             "experimentId": .string(experimentId), "arm": .string(arm.rawValue), "exposures": .int(Int64(exposures)),
             "signaturesIssued": .int(Int64(signaturesIssued)), "redeemed": .int(Int64(redeemed)),
             "converted": .int(Int64(converted)), "convertedWithoutOffer": .int(Int64(convertedWithoutOffer)),
             "retained": .int(Int64(retained)), "lapsed": .int(Int64(lapsed)),
             "revenue": .array(revenue.map { $0.json(exposures: exposures) }),
-        ]
-        if let firstExposure { members["firstExposure"] = .string(ISO8601.format(firstExposure)) }
-        if let lastExposure { members["lastExposure"] = .string(ISO8601.format(lastExposure)) }
-        return .object(members)
+        ])
     }
 
     static let csvColumns = [

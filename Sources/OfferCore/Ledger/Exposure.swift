@@ -44,6 +44,23 @@ extension OfferDecision {
     }
 }
 
+extension Exposure {
+    /// What became of an exposure, as the ledger keeps it beside the times (one small integer, so a report counts a
+    /// million exposures from an index of a few columns).
+    public struct State: OptionSet, Sendable {
+        public let rawValue: Int
+        public init(rawValue: Int) { self.rawValue = rawValue }
+
+        public static let signed = State(rawValue: 1)
+        public static let redeemed = State(rawValue: 2)
+        public static let converted = State(rawValue: 4)
+        /// Converted by a purchase with this very offer.
+        public static let withOffer = State(rawValue: 8)
+        public static let retained = State(rawValue: 16)
+        public static let lapsed = State(rawValue: 32)
+    }
+}
+
 /// An exposed customer's conversion the ledger just recorded: for the conversions counter.
 public struct ExposureConversion: Sendable, Equatable {
     public var offerId: String

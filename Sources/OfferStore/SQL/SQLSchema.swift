@@ -427,8 +427,9 @@ enum SQLSchema {
         },
         // Outcomes: one exposure per customer, offer and experiment period (`""` outside any), its arm and what
         // became of it (a signature, a redemption, a conversion, a full-price renewal after it, the subscription's
-        // end), found by customer (what Apple's data updates) and counted by offer (the reports, through an index
-        // that holds every column they count); the revenue after each exposure, one row per exposure and
+        // end: the times, and `state`, the same as flags, `Exposure.State`), found by customer (what Apple's data
+        // updates) and counted by offer (the reports read only the index by offer, arm and state); the revenue after
+        // each exposure, one row per exposure and
         // transaction (counted by offer through an index of its own; gone with its exposure, into totals without
         // any identifier, when the purge or an erasure takes the exposure); and what the purge keeps.
         Step(sqlite: 11, postgresql: 7) { t in
@@ -447,7 +448,8 @@ enum SQLSchema {
                     converted_ms \(t.integer),
                     converted_with_offer \(t.integer),
                     retained_ms \(t.integer),
-                    lapsed_ms \(t.integer)
+                    lapsed_ms \(t.integer),
+                    state \(t.integer) NOT NULL
                 )
                 """,
                 """
@@ -455,9 +457,7 @@ enum SQLSchema {
                 ON exposures (bundle_id, customer_key, offer_id, experiment_id)
                 """,
                 """
-                CREATE INDEX exposures_by_offer
-                ON exposures (bundle_id, offer_id, experiment_id, arm, exposed_ms, signed_ms, redeemed_ms, converted_ms,
-                    converted_with_offer, retained_ms, lapsed_ms)
+                CREATE INDEX exposures_by_offer ON exposures (bundle_id, offer_id, experiment_id, arm, state)
                 """,
                 "CREATE INDEX exposures_by_time ON exposures (exposed_ms)",
                 """
@@ -503,8 +503,6 @@ enum SQLSchema {
                     without_offer \(t.integer) NOT NULL,
                     retained \(t.integer) NOT NULL,
                     lapsed \(t.integer) NOT NULL,
-                    first_ms \(t.integer),
-                    last_ms \(t.integer),
                     PRIMARY KEY (bundle_id, offer_id, experiment_id, arm)
                 )\(t.keyedTable)
                 """,
