@@ -10,7 +10,7 @@ SHELL := /bin/bash
 
 # `make bench` installs these as well (callgrind counts instructions per request); `make test` does not need them.
 BENCH_APT_PACKAGES := valgrind linux-perf
-APT_PACKAGES := libssl-dev libmicrohttpd-dev libsqlite3-dev libpq-dev libcurl4-openssl-dev libp11-kit-dev softhsm2 opensc postgresql nginx pkg-config openssl curl wrk chromium chromium-driver
+APT_PACKAGES := libssl-dev libmicrohttpd-dev libsqlite3-dev libpq-dev libcurl4-openssl-dev libcbor-dev libp11-kit-dev softhsm2 opensc postgresql nginx pkg-config openssl curl wrk chromium chromium-driver
 VENV := .venv
 PYTHON ?= python3
 HOST ?= 127.0.0.1

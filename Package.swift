@@ -26,6 +26,8 @@ let package = Package(
         .systemLibrary(name: "CSQLite", pkgConfig: "sqlite3", providers: [.apt(["libsqlite3-dev"])]),
         .systemLibrary(name: "CPostgreSQL", pkgConfig: "libpq", providers: [.apt(["libpq-dev"])]),
         .systemLibrary(name: "CCurl", pkgConfig: "libcurl", providers: [.apt(["libcurl4-openssl-dev"])]),
+        // App Attest's CBOR (attestation objects, assertions), read by `CBORValue`'s bounded decoder.
+        .systemLibrary(name: "CCBOR", pkgConfig: "libcbor", providers: [.apt(["libcbor-dev"])]),
         // PKCS#11 declarations only (p11-kit's header): a token's module is opened with dlopen when a key names it.
         .systemLibrary(name: "CPKCS11", providers: [.apt(["libp11-kit-dev"])]),
         // prctl(2) for `ProcessHardening`: a header of inline wrappers, no library.
@@ -35,7 +37,7 @@ let package = Package(
         .target(name: "OfferAPI", linkerSettings: [.linkedLibrary("m", .when(platforms: [.linux]))]),
         // The client module apps embed: Foundation (FoundationNetworking on Linux) and OfferAPI, nothing else.
         .target(name: "OfferKit", dependencies: ["OfferAPI"]),
-        .target(name: "OfferCrypto", dependencies: ["OfferAPI", "COpenSSL", "CPKCS11", "CSystem"]),
+        .target(name: "OfferCrypto", dependencies: ["OfferAPI", "COpenSSL", "CPKCS11", "CSystem", "CCBOR"]),
         .target(name: "OfferCore", dependencies: ["OfferAPI", "OfferCrypto"]),
         .target(name: "OfferStore", dependencies: ["OfferCore", "OfferCrypto", "CSQLite", "CPostgreSQL"]),
         // The App Store Server API client: HTTPS over libcurl, the authentication JWT, lookups with a cache, a

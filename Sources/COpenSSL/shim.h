@@ -3,6 +3,7 @@
 
 #include <openssl/bio.h>
 #include <openssl/bn.h>
+#include <openssl/cms.h>
 #include <openssl/crypto.h>
 #include <openssl/ec.h>
 #include <openssl/ecdsa.h>
@@ -35,6 +36,10 @@ static inline int offer_sk_X509_push(STACK_OF(X509) *stack, X509 *certificate) {
 
 static inline void offer_sk_X509_free(STACK_OF(X509) *stack) {
     sk_X509_free(stack);
+}
+
+static inline void offer_sk_X509_pop_free(STACK_OF(X509) *stack) {
+    sk_X509_pop_free(stack, X509_free);
 }
 
 static inline int offer_sk_X509_num(const STACK_OF(X509) *stack) {

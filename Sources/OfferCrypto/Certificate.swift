@@ -86,6 +86,22 @@ public final class Certificate: @unchecked Sendable {
         return X509_get_ext_by_OBJ(x509, object, -1) >= 0
     }
 
+    /// The contents of the extension with this dotted OID (its `extnValue`'s octets: the DER of the value), or `nil`
+    /// when the certificate has none (or has it twice, which RFC 5280 forbids).
+    public func extensionValue(oid: String) -> [UInt8]? {
+        guard let object = OBJ_txt2obj(oid, 1) else {
+            OpenSSLError.drain()
+            return nil
+        }
+        defer { ASN1_OBJECT_free(object) }
+        let index = X509_get_ext_by_OBJ(x509, object, -1)
+        guard index >= 0, X509_get_ext_by_OBJ(x509, object, index) < 0,
+            let found = X509_get_ext(x509, index), let data = X509_EXTENSION_get_data(found),
+            let bytes = ASN1_STRING_get0_data(data)
+        else { return nil }
+        return Array(UnsafeBufferPointer(start: bytes, count: Int(ASN1_STRING_length(data))))
+    }
+
     /// SHA-256 of the DER encoding, as certificate viewers show it.
     public var sha256Fingerprint: [UInt8] { SHA256.hash(der) }
 

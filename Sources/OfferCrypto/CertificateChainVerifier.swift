@@ -20,7 +20,8 @@ public struct CertificateChainVerifier: Sendable {
 
     /// RFC 5280 path validation at `unixSeconds`: `leaf` must chain through `intermediate` (the only untrusted
     /// certificate offered) to one of the trusted roots, every certificate valid at that time, checked with
-    /// `X509_V_FLAG_X509_STRICT`. Then the intermediate must carry `intermediateOID` and the leaf `leafOID`.
+    /// `X509_V_FLAG_X509_STRICT` unless `strict` is false (App Attest's leaves lack the authority key identifier strict
+    /// mode requires). Then the intermediate must carry `intermediateOID` (when given) and the leaf `leafOID`.
     ///
     /// - Returns: the leaf's public key.
     /// - Throws: `CryptoError` `.untrustedChain` when the path does not validate (bad signature, expired or not
@@ -31,10 +32,11 @@ public struct CertificateChainVerifier: Sendable {
         intermediate: Certificate,
         at unixSeconds: Int64,
         leafOID: String = appleLeafOID,
-        intermediateOID: String = appleIntermediateOID
+        intermediateOID: String? = appleIntermediateOID,
+        strict: Bool = true
     ) throws -> VerifyingKey {
-        try store.validatePath(leaf: leaf, intermediate: intermediate, at: unixSeconds)
-        guard intermediate.hasExtension(oid: intermediateOID) else {
+        try store.validatePath(leaf: leaf, intermediate: intermediate, at: unixSeconds, strict: strict)
+        if let intermediateOID, !intermediate.hasExtension(oid: intermediateOID) {
             throw CryptoError(.missingAppleExtension, "intermediate certificate lacks extension \(intermediateOID)")
         }
         guard leaf.hasExtension(oid: leafOID) else {
@@ -71,7 +73,7 @@ private final class TrustStore: @unchecked Sendable {
 
     deinit { X509_STORE_free(store) }
 
-    func validatePath(leaf: Certificate, intermediate: Certificate, at unixSeconds: Int64) throws {
+    func validatePath(leaf: Certificate, intermediate: Certificate, at unixSeconds: Int64, strict: Bool) throws {
         guard let store, failure == nil else {
             throw CryptoError(.internalFailure, failure ?? "trust store unavailable")
         }
@@ -89,7 +91,7 @@ private final class TrustStore: @unchecked Sendable {
             guard offer_sk_X509_push(untrusted, intermediate.x509) > 0,
                 X509_STORE_CTX_init(context, store, leaf.x509, untrusted) == 1,
                 let parameters = X509_STORE_CTX_get0_param(context),
-                X509_VERIFY_PARAM_set_flags(parameters, UInt(X509_V_FLAG_X509_STRICT)) == 1
+                !strict || X509_VERIFY_PARAM_set_flags(parameters, UInt(X509_V_FLAG_X509_STRICT)) == 1
             else {
                 OpenSSLError.drain()
                 throw CryptoError(.internalFailure, "cannot set up certificate verification")

@@ -42,6 +42,29 @@ public final class VerifyingKey: @unchecked Sendable {
         self.init(taking: key)
     }
 
+    /// The DER `SubjectPublicKeyInfo` header of a P-256 key, before its 65-byte uncompressed point.
+    private static let p256SPKIPrefix: [UInt8] = [
+        0x30, 0x59, 0x30, 0x13, 0x06, 0x07, 0x2A, 0x86, 0x48, 0xCE, 0x3D, 0x02, 0x01, 0x06, 0x08, 0x2A, 0x86, 0x48,
+        0xCE, 0x3D, 0x03, 0x01, 0x07, 0x03, 0x42, 0x00,
+    ]
+
+    /// A P-256 key from its X9.62 uncompressed point (`04`, X, Y: 65 bytes), as App Attest keys are kept; a point
+    /// not on the curve is refused.
+    public convenience init(p256Point point: [UInt8]) throws {
+        guard point.count == 65, point.first == 0x04 else {
+            throw CryptoError(.invalidKey, "not an uncompressed P-256 point (65 bytes starting 04)")
+        }
+        try self.init(spkiDER: Self.p256SPKIPrefix + point)
+    }
+
+    /// The key's X9.62 uncompressed point (`04`, X, Y); `nil` for a key that is not on P-256.
+    public var p256Point: [UInt8]? {
+        guard curveName == "prime256v1", let der = try? spkiDER(), der.count == 91,
+            Array(der.prefix(26)) == Self.p256SPKIPrefix
+        else { return nil }
+        return Array(der.suffix(65))
+    }
+
     /// The key as DER `SubjectPublicKeyInfo`.
     public func spkiDER() throws -> [UInt8] {
         var der: UnsafeMutablePointer<UInt8>?
