@@ -98,9 +98,10 @@ public final class OfferService: Sendable {
         _ configuration: Configuration, catalog: Catalog, versions: [String: Int64] = [:]
     ) throws(ConfigErrors) {
         let next = try Self.snapshot(configuration, catalog: catalog, versions: versions, ledger: ledger)
+        // The metrics first: whoever sees the new snapshot served sees its versions in the metrics too.
+        Self.publish(next, to: metrics)
         current.set(next)
         subscriptionLookup?.update(next)
-        Self.publish(next, to: metrics)
     }
 
     /// The configuration and catalog versions in force, as metrics.
