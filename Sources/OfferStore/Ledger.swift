@@ -12,7 +12,7 @@ import Synchronization
 /// ledger.record(signature, admit: { LimitPolicy.allows(limits, usage: $0, customerKey: key) }) { result in ... }
 /// ```
 public protocol Ledger: UsageCounts, RedemptionLog, SubscriptionStates, SignatureLog, NotificationLog,
-    LedgerOperations, ExposureLog
+    LedgerOperations, ExposureLog, AppAttestLog
 {
     /// Throws what keeps the store from answering, or from recording, now (for `/readyz`): a store that cannot
     /// record is not ready. The error names what failed, for the log; it may name a file or the redacted DSN.

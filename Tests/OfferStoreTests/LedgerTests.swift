@@ -1007,6 +1007,6 @@ struct LedgerMigrationTests {
 
     @Test("the migrations are numbered 1, 2, 3... in order")
     func order() {
-        #expect(SQLSchema.migrations(.sqlite).map(\.version) == Array(1...11))
+        #expect(SQLSchema.migrations(.sqlite).map(\.version) == Array(1...12))
     }
 }

@@ -508,5 +508,34 @@ enum SQLSchema {
                 """,
             ]
         },
+        // App Attest: the challenges handed out (single use, until they expire; any replica may take one back) and
+        // the keys Apple vouched for, with the last counter of their assertions (raised only upwards, atomically).
+        Step(sqlite: 12, postgresql: 8) { t in
+            [
+                """
+                CREATE TABLE app_attest_challenges (
+                    bundle_id TEXT NOT NULL,
+                    challenge TEXT NOT NULL,
+                    expires_ms \(t.integer) NOT NULL,
+                    PRIMARY KEY (bundle_id, challenge)
+                )\(t.keyedTable)
+                """,
+                "CREATE INDEX app_attest_challenges_by_expiry ON app_attest_challenges (expires_ms)",
+                """
+                CREATE TABLE app_attest_keys (
+                    bundle_id TEXT NOT NULL,
+                    key_id TEXT NOT NULL,
+                    environment TEXT NOT NULL,
+                    public_key \(t.blob) NOT NULL,
+                    receipt \(t.blob) NOT NULL,
+                    counter \(t.integer) NOT NULL,
+                    attested_ms \(t.integer) NOT NULL,
+                    used_ms \(t.integer),
+                    revoked_ms \(t.integer),
+                    PRIMARY KEY (bundle_id, key_id)
+                )\(t.keyedTable)
+                """,
+            ]
+        },
     ]
 }

@@ -58,6 +58,27 @@ class ForwardingLedger: Ledger, @unchecked Sendable {
         _ update: SubscriptionUpdate, completion: @escaping @Sendable (Result<NotificationEffects, LedgerError>) -> Void
     ) { memory.recordState(update, completion: completion) }
     func notification(uuid: String) throws(LedgerError) -> RecordedNotification? { try memory.notification(uuid: uuid) }
+    func issueChallenge(bundleId: String, challenge: [UInt8], expiresAt: Int64) throws(LedgerError) {
+        try memory.issueChallenge(bundleId: bundleId, challenge: challenge, expiresAt: expiresAt)
+    }
+    func consumeChallenge(bundleId: String, challenge: [UInt8], now: Int64) throws(LedgerError) -> Bool {
+        try memory.consumeChallenge(bundleId: bundleId, challenge: challenge, now: now)
+    }
+    func saveKey(bundleId: String, key: AttestedKey, at: Int64) throws(LedgerError) -> Bool {
+        try memory.saveKey(bundleId: bundleId, key: key, at: at)
+    }
+    func appAttestKey(bundleId: String, keyId: [UInt8]) throws(LedgerError) -> StoredAppAttestKey? {
+        try memory.appAttestKey(bundleId: bundleId, keyId: keyId)
+    }
+    func advanceCounter(bundleId: String, keyId: [UInt8], to counter: UInt32, at: Int64) throws(LedgerError) -> Bool {
+        try memory.advanceCounter(bundleId: bundleId, keyId: keyId, to: counter, at: at)
+    }
+    func appAttestKeys(bundleId: String?) throws(LedgerError) -> [StoredAppAttestKey] {
+        try memory.appAttestKeys(bundleId: bundleId)
+    }
+    func revokeKey(bundleId: String, keyId: [UInt8], at: Int64) throws(LedgerError) -> Bool {
+        try memory.revokeKey(bundleId: bundleId, keyId: keyId, at: at)
+    }
     func recordExposures(
         _ exposures: [Exposure], completion: @escaping @Sendable (Result<[Exposure], LedgerError>) -> Void
     ) { memory.recordExposures(exposures, completion: completion) }

@@ -1,0 +1,152 @@
+import OfferAPI
+import OfferCore
+
+/// An App Attest key as the ledger keeps it.
+public struct StoredAppAttestKey: Sendable, Equatable {
+    public var bundleId: String
+    public var key: AttestedKey
+    /// The counter of the last assertion taken (0 before any).
+    public var counter: UInt32
+    public var attestedAt: Int64
+    public var usedAt: Int64?
+    public var revokedAt: Int64?
+}
+
+/// App Attest's state, shared by every replica: challenges taken back once, keys with their counters.
+public protocol AppAttestLog: Sendable {
+    /// Keeps `challenge` (its bytes) for app `bundleId` until `expiresAt` (Unix ms).
+    func issueChallenge(bundleId: String, challenge: [UInt8], expiresAt: Int64) throws(LedgerError)
+    /// Takes `challenge` back, once: `true` when it was handed out for the app and has not expired at `now` (and it is
+    /// gone now, for every replica); `false` otherwise.
+    func consumeChallenge(bundleId: String, challenge: [UInt8], now: Int64) throws(LedgerError) -> Bool
+    /// Keeps an attested key; `false` when the app has a key with this ID already (an attestation is once per key).
+    func saveKey(bundleId: String, key: AttestedKey, at: Int64) throws(LedgerError) -> Bool
+    func appAttestKey(bundleId: String, keyId: [UInt8]) throws(LedgerError) -> StoredAppAttestKey?
+    /// Raises the key's counter to `counter` if it is above the one kept and the key is not revoked, atomically:
+    /// of two replicas taking the same counter, exactly one gets `true`.
+    func advanceCounter(bundleId: String, keyId: [UInt8], to counter: UInt32, at: Int64) throws(LedgerError) -> Bool
+    /// Every key of the app (all apps without one), newest first.
+    func appAttestKeys(bundleId: String?) throws(LedgerError) -> [StoredAppAttestKey]
+    /// Revokes a key: its assertions are refused from then on. `false` for an unknown key.
+    func revokeKey(bundleId: String, keyId: [UInt8], at: Int64) throws(LedgerError) -> Bool
+}
+
+extension SQLLedger {
+    public func issueChallenge(bundleId: String, challenge: [UInt8], expiresAt: Int64) throws(LedgerError) {
+        try database.transaction { (writer) throws(LedgerError) in
+            try writer.write(
+                AppAttestQuery.insertChallenge, [.text(bundleId), .text(Hex.encode(challenge)), .integer(expiresAt)])
+        }
+    }
+
+    public func consumeChallenge(bundleId: String, challenge: [UInt8], now: Int64) throws(LedgerError) -> Bool {
+        try database.transaction { (writer) throws(LedgerError) -> Bool in
+            let taken = try writer.rows(
+                AppAttestQuery.consumeChallenge, [.text(bundleId), .text(Hex.encode(challenge))])
+            // Expired ones go with the next take, a few at a time.
+            try writer.write(AppAttestQuery.expireChallenges, [.integer(now)])
+            return taken.first.map { ($0.integer("expires_ms") ?? 0) > now } ?? false
+        }
+    }
+
+    public func saveKey(bundleId: String, key: AttestedKey, at: Int64) throws(LedgerError) -> Bool {
+        try database.transaction { (writer) throws(LedgerError) -> Bool in
+            try writer.execute(
+                AppAttestQuery.insertKey,
+                [
+                    .text(bundleId), .text(Base64.encode(key.keyId)), .text(key.environment.rawValue),
+                    .blob(key.publicKey), .blob(key.receipt), .integer(at),
+                ]) == 1
+        }
+    }
+
+    public func appAttestKey(bundleId: String, keyId: [UInt8]) throws(LedgerError) -> StoredAppAttestKey? {
+        try database.read { (reader) throws(LedgerError) -> StoredAppAttestKey? in
+            try reader.row(AppAttestQuery.selectKey, [.text(bundleId), .text(Base64.encode(keyId))]).flatMap(Self.key)
+        }
+    }
+
+    public func advanceCounter(
+        bundleId: String, keyId: [UInt8], to counter: UInt32, at: Int64
+    ) throws(LedgerError) -> Bool {
+        try database.transaction { (writer) throws(LedgerError) -> Bool in
+            try writer.execute(
+                AppAttestQuery.advanceCounter,
+                [.text(bundleId), .text(Base64.encode(keyId)), .integer(Int64(counter)), .integer(at)]) == 1
+        }
+    }
+
+    public func appAttestKeys(bundleId: String?) throws(LedgerError) -> [StoredAppAttestKey] {
+        try database.read { (reader) throws(LedgerError) -> [StoredAppAttestKey] in
+            try reader.rows(AppAttestQuery.keys, [.text(bundleId)]).compactMap(Self.key)
+        }
+    }
+
+    public func revokeKey(bundleId: String, keyId: [UInt8], at: Int64) throws(LedgerError) -> Bool {
+        try database.transaction { (writer) throws(LedgerError) -> Bool in
+            try writer.execute(AppAttestQuery.revokeKey, [.text(bundleId), .text(Base64.encode(keyId)), .integer(at)])
+                == 1
+        }
+    }
+
+    private static func key(_ row: SQLRow) -> StoredAppAttestKey? {
+        guard let keyId = row.text("key_id").flatMap(Base64.decode),
+            let environment = row.text("environment").flatMap(AppAttestEnvironment.init(rawValue:)),
+            let publicKey = row.bytes("public_key"), let counter = row.integer("counter")
+        else { return nil }
+        return StoredAppAttestKey(
+            bundleId: row.text("bundle_id") ?? "",
+            key: AttestedKey(
+                keyId: keyId, publicKey: publicKey, receipt: row.bytes("receipt") ?? [], environment: environment),
+            counter: UInt32(clamping: counter), attestedAt: row.integer("attested_ms") ?? 0,
+            usedAt: row.integer("used_ms"), revokedAt: row.integer("revoked_ms"))
+    }
+}
+
+/// The statements of App Attest's state.
+enum AppAttestQuery {
+    static let insertChallenge = SQLStatement(
+        "app_attest_insert_challenge",
+        "INSERT INTO app_attest_challenges (bundle_id, challenge, expires_ms) VALUES ($1, $2, $3)")
+    /// Deleted as it is read, so two replicas taking the same challenge get it once between them.
+    static let consumeChallenge = SQLStatement(
+        "app_attest_consume_challenge",
+        "DELETE FROM app_attest_challenges WHERE bundle_id = $1 AND challenge = $2 RETURNING expires_ms")
+    static let expireChallenges = SQLStatement(
+        "app_attest_expire_challenges",
+        """
+        DELETE FROM app_attest_challenges WHERE (bundle_id, challenge) IN (
+            SELECT bundle_id, challenge FROM app_attest_challenges WHERE expires_ms <= $1 LIMIT 100)
+        """)
+    static let insertKey = SQLStatement(
+        "app_attest_insert_key",
+        """
+        INSERT INTO app_attest_keys (bundle_id, key_id, environment, public_key, receipt, counter, attested_ms)
+        VALUES ($1, $2, $3, $4, $5, 0, $6)
+        ON CONFLICT (bundle_id, key_id) DO NOTHING
+        """)
+    static let selectKey = SQLStatement(
+        "app_attest_select_key",
+        """
+        SELECT bundle_id, key_id, environment, public_key, receipt, counter, attested_ms, used_ms, revoked_ms
+        FROM app_attest_keys WHERE bundle_id = $1 AND key_id = $2
+        """)
+    static let advanceCounter = SQLStatement(
+        "app_attest_advance_counter",
+        """
+        UPDATE app_attest_keys SET counter = $3, used_ms = $4
+        WHERE bundle_id = $1 AND key_id = $2 AND counter < $3 AND revoked_ms IS NULL
+        """)
+    static let keys = SQLStatement(
+        "app_attest_keys",
+        """
+        SELECT bundle_id, key_id, environment, public_key, receipt, counter, attested_ms, used_ms, revoked_ms
+        FROM app_attest_keys WHERE $1 IS NULL OR bundle_id = $1 ORDER BY attested_ms DESC, key_id
+        """)
+    static let revokeKey = SQLStatement(
+        "app_attest_revoke_key",
+        """
+        UPDATE app_attest_keys SET revoked_ms = $3
+        WHERE bundle_id = $1 AND key_id = $2 AND revoked_ms IS NULL
+        """)
+}

@@ -1,0 +1,85 @@
+import Dispatch
+import Foundation
+import OfferCore
+import Synchronization
+import Testing
+
+@testable import OfferStore
+
+/// Every ledger keeps App Attest's state alike: the same suite runs against each backend.
+@Suite("Ledgers keep App Attest's challenges once and its keys' counters upwards")
+struct AppAttestLedgerTests {
+    typealias Kind = LedgerTests.Kind
+    static let now = LedgerTests.now
+
+    let scratch: ScratchFolder
+    let schemas = PostgreSQLTestSchemas()
+
+    init() throws { scratch = try ScratchFolder() }
+
+    /// Two ledgers on the same store, as two replicas (SQLite: two opens of one file).
+    func make(_ kind: Kind) throws -> (any Ledger, any Ledger) {
+        switch kind {
+        case .memory:
+            let ledger = SQLLedger.inMemory()
+            return (ledger, ledger)
+        case .sqlite:
+            let path = scratch.file("ledger.sqlite")
+            return (try SQLLedger(sqlite: path), try SQLLedger(sqlite: path))
+        case .postgresql:
+            let schema = try schemas.make()
+            return (
+                try SQLLedger(postgresql: schema.configuration(), connections: 4),
+                try SQLLedger(postgresql: schema.configuration(), connections: 4)
+            )
+        }
+    }
+
+    static let key = AttestedKey(
+        keyId: Array(repeating: 7, count: 32), publicKey: [0x04] + Array(repeating: 1, count: 64), receipt: [1, 2, 3],
+        environment: .production)
+
+    @Test("a challenge is taken back once, by any replica, and not after it expired", arguments: Kind.allCases)
+    func challenges(kind: Kind) throws {
+        let (one, two) = try make(kind)
+        let challenge = Array(repeating: UInt8(9), count: 32)
+        try one.issueChallenge(bundleId: "b", challenge: challenge, expiresAt: Self.now + 120_000)
+        #expect(try !two.consumeChallenge(bundleId: "other", challenge: challenge, now: Self.now))
+        #expect(try two.consumeChallenge(bundleId: "b", challenge: challenge, now: Self.now))
+        #expect(try !one.consumeChallenge(bundleId: "b", challenge: challenge, now: Self.now))
+        let late = Array(repeating: UInt8(8), count: 32)
+        try one.issueChallenge(bundleId: "b", challenge: late, expiresAt: Self.now + 120_000)
+        #expect(try !two.consumeChallenge(bundleId: "b", challenge: late, now: Self.now + 120_000))
+    }
+
+    @Test(
+        "a key is kept once; its counter only rises, and of two replicas taking the same counter exactly one wins",
+        arguments: Kind.allCases)
+    func counters(kind: Kind) throws {
+        let (one, two) = try make(kind)
+        #expect(try one.saveKey(bundleId: "b", key: Self.key, at: Self.now))
+        #expect(try !two.saveKey(bundleId: "b", key: Self.key, at: Self.now + 1))
+        let stored = try #require(try two.appAttestKey(bundleId: "b", keyId: Self.key.keyId))
+        #expect(stored.key == Self.key && stored.counter == 0 && stored.revokedAt == nil)
+        #expect(try one.advanceCounter(bundleId: "b", keyId: Self.key.keyId, to: 1, at: Self.now))
+        #expect(try !two.advanceCounter(bundleId: "b", keyId: Self.key.keyId, to: 1, at: Self.now))
+        #expect(try !two.advanceCounter(bundleId: "b", keyId: Self.key.keyId, to: 0, at: Self.now))
+        // Racing: each counter from 2 to 41 taken by both at once; each is won once.
+        let wins = Mutex([UInt32: Int]())
+        DispatchQueue.concurrentPerform(iterations: 80) { index in
+            let ledger = index % 2 == 0 ? one : two
+            let counter = UInt32(2 + index / 2)
+            if (try? ledger.advanceCounter(bundleId: "b", keyId: Self.key.keyId, to: counter, at: Self.now)) == true {
+                wins.withLock { $0[counter, default: 0] += 1 }
+            }
+        }
+        // Never both replicas for one counter (a replay taken twice); a counter overtaken by a higher one loses.
+        #expect(wins.withLock { $0.values.allSatisfy { $0 == 1 } })
+        #expect(wins.withLock { $0[41] } == 1)
+        #expect(try one.appAttestKey(bundleId: "b", keyId: Self.key.keyId)?.counter == 41)
+        #expect(try one.revokeKey(bundleId: "b", keyId: Self.key.keyId, at: Self.now + 5))
+        #expect(try !two.advanceCounter(bundleId: "b", keyId: Self.key.keyId, to: 100, at: Self.now))
+        #expect(try two.appAttestKeys(bundleId: nil).map(\.revokedAt) == [Self.now + 5])
+        #expect(try two.appAttestKeys(bundleId: "other").isEmpty)
+    }
+}
