@@ -21,6 +21,7 @@ let package = Package(
                 .product(name: "OfferAPI", package: "offer-signer"),
                 .product(name: "OfferAppStore", package: "offer-signer"),
                 .product(name: "OfferCore", package: "offer-signer"),
+                .product(name: "OfferCrypto", package: "offer-signer"),
                 .product(name: "OfferServer", package: "offer-signer"),
             ]),
     ]

@@ -1,11 +1,12 @@
 import OfferAPI
 import OfferAppStore
 import OfferCore
+import OfferCrypto
 import OfferServer
 
 extension FuzzTarget {
     /// Every target, in the order `make fuzz` runs them.
-    static let all: [FuzzTarget] = [json, jws, payload, rule, catalog, config, wire, appStoreConnect]
+    static let all: [FuzzTarget] = [json, jws, payload, rule, catalog, config, wire, appStoreConnect, appAttest]
 
     /// The JSON parser every other parser starts from: what parses is written back (compact and pretty) and must
     /// parse again to the same value.
@@ -136,4 +137,39 @@ extension FuzzTarget {
         guard let message = try? Message(json: value) else { return }
         check((try? Message.decode(message.jsonBytes)) == message, "\(Message.self) written back reads the same")
     }
+
+    /// App Attest's CBOR and what reads it: the bounded decoder, authenticator data, the attestation object (up to
+    /// its checks, against Apple's root at a fixed time) and an assertion against a fixed key. Nothing may crash or
+    /// accept: these bytes are no genuine attestation.
+    static let appAttest = FuzzTarget(
+        name: "app-attest", summary: "CBORValue.decode, AuthenticatorData, AppAttestation.verify and verifyAssertion"
+    ) { bytes in
+        if let value = try? CBORValue.decode(bytes) {
+            check(value == (try? CBORValue.decode(bytes)), "the same bytes decode to the same value")
+        }
+        _ = try? AuthenticatorData(bytes, attested: true)
+        _ = try? AuthenticatorData(bytes, attested: false)
+        let accepted = try? AppAttestation.verify(
+            attestation: bytes, keyId: Array(repeating: 0, count: 32), clientDataHash: Array(repeating: 0, count: 32),
+            appId: "1234567890.com.example.myapp", environment: .production, chains: Self.appAttestChains,
+            receiptRoots: [], now: 1_776_795_300_000)
+        check(accepted == nil, "no fuzzed attestation is accepted")
+        let key = AttestedKey(
+            keyId: Array(repeating: 0, count: 32), publicKey: Self.appAttestPoint, receipt: [], environment: .production
+        )
+        let counter = try? AppAttestation.verifyAssertion(
+            bytes, clientDataHash: Array(repeating: 0, count: 32), key: key, appId: "1234567890.com.example.myapp",
+            previousCounter: 0)
+        check(counter == nil, "no fuzzed assertion verifies")
+    }
+
+    /// Apple's App Attestation root, as the service trusts it.
+    private static let appAttestChains = CertificateChainVerifier(
+        trustedRoots: (try? AppleAppAttestationRoot.certificate()).map { [$0] } ?? [])
+
+    /// A P-256 point (the generator): a valid key no fuzzer input signs for.
+    private static let appAttestPoint: [UInt8] =
+        [0x04]
+        + Hex.decode("6B17D1F2E12C4247F8BCE6E563A440F277037D812DEB33A0F4A13945D898C296")!
+        + Hex.decode("4FE342E2FE1A7F9B8EE7EB4A7C0F9E162BCE33576B315ECECBB6406837BF51F5")!
 }
