@@ -41,6 +41,13 @@ public struct ErrorCode: RawRepresentable, Sendable, Hashable, CustomStringConve
     /// 503: the ledger of issued signatures cannot answer or record; retry later. `/readyz` answers it too while
     /// the fault lasts.
     public static let storageUnavailable = ErrorCode(rawValue: "storage_unavailable")
+    /// 401: the app enforces App Attest and the request carries no assertion (`X-App-Attest-*` headers).
+    public static let attestationRequired = ErrorCode(rawValue: "attestation_required")
+    /// 401: the request's App Attest assertion, or the attestation of a key, was refused (`reason` says which check:
+    /// `bad_signature`, `counter_not_increasing`, `challenge_expired`, `unknown_key`, ...).
+    public static let attestationInvalid = ErrorCode(rawValue: "attestation_invalid")
+    /// 404: App Attest is off for this app, so it hands out no challenge and keeps no key.
+    public static let appAttestOff = ErrorCode(rawValue: "app_attest_off")
     /// 404 (Retention Messaging): no entry of the app's `retention` list applies to the request; Apple shows the
     /// default message.
     public static let noRetentionAnswer = ErrorCode(rawValue: "no_retention_answer")

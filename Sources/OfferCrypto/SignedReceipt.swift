@@ -65,6 +65,31 @@ public enum SignedReceipt {
         }
     }
 
+    /// `content` signed as Apple signs a receipt (CMS SignedData, the content inside, SHA-256), by `signer` with
+    /// `key`, carrying `signer` and `certificates`: what the test kit makes in place of Apple's receipts.
+    public static func sign(
+        _ content: [UInt8], signer: Certificate, key: SigningKey, certificates: [Certificate] = []
+    ) throws -> [UInt8] {
+        guard let input = content.withUnsafeBytes({ BIO_new_mem_buf($0.baseAddress, Int32($0.count)) }),
+            let stack = offer_sk_X509_new_null()
+        else { throw CryptoError(.internalFailure, "cannot allocate the receipt's input") }
+        defer {
+            BIO_free(input)
+            offer_sk_X509_free(stack)
+        }
+        for certificate in certificates { _ = offer_sk_X509_push(stack, certificate.x509) }
+        guard let cms = CMS_sign(signer.x509, key.pkey, stack, input, UInt32(CMS_BINARY)) else {
+            OpenSSLError.drain()
+            throw CryptoError(.internalFailure, "cannot sign the receipt")
+        }
+        defer { CMS_ContentInfo_free(cms) }
+        var bytes: UnsafeMutablePointer<UInt8>?
+        let length = i2d_CMS_ContentInfo(cms, &bytes)
+        guard length > 0, let bytes else { throw CryptoError(.internalFailure, "cannot encode the receipt") }
+        defer { offer_OPENSSL_free(bytes) }
+        return Array(UnsafeBufferPointer(start: bytes, count: Int(length)))
+    }
+
     /// A certificate's DER.
     private static func der(_ certificate: OpaquePointer) -> [UInt8] {
         var bytes: UnsafeMutablePointer<UInt8>?

@@ -12,19 +12,43 @@ public struct StoredAppAttestKey: Sendable, Equatable {
     public var revokedAt: Int64?
 }
 
+/// What became of a challenge the ledger was asked to take back (`AppAttestLog.takeChallenge`).
+public enum ChallengeTake: Sendable, Equatable {
+    case taken
+    /// Not handed out for the app, or taken already.
+    case unknown
+    /// Handed out, but its time had run out (it is gone now).
+    case expired
+}
+
+/// What became of an assertion the ledger was asked to take (`AppAttestLog.acceptAssertion`).
+public enum AssertionAcceptance: Sendable, Equatable {
+    case accepted
+    /// The challenge is not the app's, or was taken already.
+    case challengeUnknown
+    /// The challenge's time had run out (it is gone now).
+    case challengeExpired
+    /// The key's counter is at or above the assertion's already, or the key was revoked meanwhile.
+    case counterNotIncreasing
+}
+
 /// App Attest's state, shared by every replica: challenges taken back once, keys with their counters.
 public protocol AppAttestLog: Sendable {
-    /// Keeps `challenge` (its bytes) for app `bundleId` until `expiresAt` (Unix ms).
-    func issueChallenge(bundleId: String, challenge: [UInt8], expiresAt: Int64) throws(LedgerError)
-    /// Takes `challenge` back, once: `true` when it was handed out for the app and has not expired at `now` (and it is
-    /// gone now, for every replica); `false` otherwise.
-    func consumeChallenge(bundleId: String, challenge: [UInt8], now: Int64) throws(LedgerError) -> Bool
+    /// Keeps `challenge` (its bytes) for app `bundleId` until `expiresAt` (Unix ms); a few challenges expired at `now`
+    /// go at the same time, so unused ones never pile up.
+    func issueChallenge(bundleId: String, challenge: [UInt8], expiresAt: Int64, now: Int64) throws(LedgerError)
+    /// Takes `challenge` back, once: `.taken` when it was handed out for the app and has not expired at `now` (and it
+    /// is gone now, for every replica).
+    func takeChallenge(bundleId: String, challenge: [UInt8], now: Int64) throws(LedgerError) -> ChallengeTake
     /// Keeps an attested key; `false` when the app has a key with this ID already (an attestation is once per key).
     func saveKey(bundleId: String, key: AttestedKey, at: Int64) throws(LedgerError) -> Bool
     func appAttestKey(bundleId: String, keyId: [UInt8]) throws(LedgerError) -> StoredAppAttestKey?
-    /// Raises the key's counter to `counter` if it is above the one kept and the key is not revoked, atomically:
-    /// of two replicas taking the same counter, exactly one gets `true`.
-    func advanceCounter(bundleId: String, keyId: [UInt8], to counter: UInt32, at: Int64) throws(LedgerError) -> Bool
+    /// Takes an assertion's challenge back and raises the key's counter to the assertion's, in one transaction:
+    /// `.accepted` when the challenge was the app's and in time, and `counter` is above the one kept (and the key not
+    /// revoked). Of two replicas taking the same challenge or counter, exactly one gets `.accepted`.
+    func acceptAssertion(
+        bundleId: String, keyId: [UInt8], challenge: [UInt8], counter: UInt32, now: Int64
+    ) throws(LedgerError) -> AssertionAcceptance
     /// Every key of the app (all apps without one), newest first.
     func appAttestKeys(bundleId: String?) throws(LedgerError) -> [StoredAppAttestKey]
     /// Revokes a key: its assertions are refused from then on. `false` for an unknown key.
@@ -32,20 +56,22 @@ public protocol AppAttestLog: Sendable {
 }
 
 extension SQLLedger {
-    public func issueChallenge(bundleId: String, challenge: [UInt8], expiresAt: Int64) throws(LedgerError) {
+    public func issueChallenge(
+        bundleId: String, challenge: [UInt8], expiresAt: Int64, now: Int64
+    ) throws(LedgerError) {
         try database.transaction { (writer) throws(LedgerError) in
+            try writer.write(AppAttestQuery.expireChallenges, [.integer(now)])
             try writer.write(
                 AppAttestQuery.insertChallenge, [.text(bundleId), .text(Hex.encode(challenge)), .integer(expiresAt)])
         }
     }
 
-    public func consumeChallenge(bundleId: String, challenge: [UInt8], now: Int64) throws(LedgerError) -> Bool {
-        try database.transaction { (writer) throws(LedgerError) -> Bool in
+    public func takeChallenge(bundleId: String, challenge: [UInt8], now: Int64) throws(LedgerError) -> ChallengeTake {
+        try database.transaction { (writer) throws(LedgerError) -> ChallengeTake in
             let taken = try writer.rows(
                 AppAttestQuery.consumeChallenge, [.text(bundleId), .text(Hex.encode(challenge))])
-            // Expired ones go with the next take, a few at a time.
-            try writer.write(AppAttestQuery.expireChallenges, [.integer(now)])
-            return taken.first.map { ($0.integer("expires_ms") ?? 0) > now } ?? false
+            guard let expires = taken.first?.integer("expires_ms") else { return .unknown }
+            return expires > now ? .taken : .expired
         }
     }
 
@@ -66,13 +92,18 @@ extension SQLLedger {
         }
     }
 
-    public func advanceCounter(
-        bundleId: String, keyId: [UInt8], to counter: UInt32, at: Int64
-    ) throws(LedgerError) -> Bool {
-        try database.transaction { (writer) throws(LedgerError) -> Bool in
-            try writer.execute(
+    public func acceptAssertion(
+        bundleId: String, keyId: [UInt8], challenge: [UInt8], counter: UInt32, now: Int64
+    ) throws(LedgerError) -> AssertionAcceptance {
+        try database.transaction { (writer) throws(LedgerError) -> AssertionAcceptance in
+            let taken = try writer.rows(
+                AppAttestQuery.consumeChallenge, [.text(bundleId), .text(Hex.encode(challenge))])
+            guard let expires = taken.first?.integer("expires_ms") else { return .challengeUnknown }
+            guard expires > now else { return .challengeExpired }
+            let raised = try writer.execute(
                 AppAttestQuery.advanceCounter,
-                [.text(bundleId), .text(Base64.encode(keyId)), .integer(Int64(counter)), .integer(at)]) == 1
+                [.text(bundleId), .text(Base64.encode(keyId)), .integer(Int64(counter)), .integer(now)])
+            return raised == 1 ? .accepted : .counterNotIncreasing
         }
     }
 

@@ -65,11 +65,13 @@ public struct TestDeployment: Sendable {
     /// Makes the folder, the CA (valid from 30 days before `clock.now` to a year after), the key and the
     /// configuration: `apps` is the JSON text of the `apps` array; `settings` adds root members such as
     /// `rateLimit` or `storage` (`memory` unless given); `trust` is the deployment's: `root.cer`, then
-    /// `extraRootCertificates` (paths), with `environments`.
+    /// `extraRootCertificates` (paths), with `environments`; with `appAttest`, that test CA's App Attestation root
+    /// replaces Apple's and its receipt root is trusted too.
     public init(
         apps: String, settings: [String: JSONValue] = [:], environments: [String] = ["Production", "Sandbox"],
-        extraRootCertificates: [String] = [], keyId: String = TestDeployment.defaultKeyId,
-        issuerId: String = TestDeployment.defaultIssuerId, clock: TestClock = TestClock()
+        extraRootCertificates: [String] = [], appAttest: TestAppAttestAuthority? = nil,
+        keyId: String = TestDeployment.defaultKeyId, issuerId: String = TestDeployment.defaultIssuerId,
+        clock: TestClock = TestClock()
     ) throws {
         let parsedApps: JSONValue
         do {
@@ -90,10 +92,17 @@ public struct TestDeployment: Sendable {
             try PrivateKeyFile.writeNew(path: "\(directory)/root.cer", contents: authority.root.der)
             var document = settings
             if document["storage"] == nil { document["storage"] = .string("memory") }
-            document["trust"] = .object([
-                "rootCertificates": .array(([.string("root.cer")] + extraRootCertificates.map(JSONValue.string))),
-                "environments": .array(environments.map(JSONValue.string)),
-            ])
+            var roots = [JSONValue.string("root.cer")] + extraRootCertificates.map(JSONValue.string)
+            var trust: [String: JSONValue] = ["environments": .array(environments.map(JSONValue.string))]
+            if let appAttest {
+                try PrivateKeyFile.writeNew(path: "\(directory)/app-attest-root.cer", contents: appAttest.root.der)
+                try PrivateKeyFile.writeNew(
+                    path: "\(directory)/app-attest-receipt-root.cer", contents: appAttest.receiptRoot.der)
+                trust["appAttestRootCertificates"] = .array([.string("app-attest-root.cer")])
+                roots.append(.string("app-attest-receipt-root.cer"))
+            }
+            trust["rootCertificates"] = .array(roots)
+            document["trust"] = .object(trust)
             document["apps"] = .array(
                 appList.map { Self.filled($0, issuerId: issuerId, keyId: keyId, keyFile: keyFile) })
             var writer = JSONWriter()

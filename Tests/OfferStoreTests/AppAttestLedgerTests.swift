@@ -43,13 +43,14 @@ struct AppAttestLedgerTests {
     func challenges(kind: Kind) throws {
         let (one, two) = try make(kind)
         let challenge = Array(repeating: UInt8(9), count: 32)
-        try one.issueChallenge(bundleId: "b", challenge: challenge, expiresAt: Self.now + 120_000)
-        #expect(try !two.consumeChallenge(bundleId: "other", challenge: challenge, now: Self.now))
-        #expect(try two.consumeChallenge(bundleId: "b", challenge: challenge, now: Self.now))
-        #expect(try !one.consumeChallenge(bundleId: "b", challenge: challenge, now: Self.now))
+        try one.issueChallenge(bundleId: "b", challenge: challenge, expiresAt: Self.now + 120_000, now: Self.now)
+        #expect(try two.takeChallenge(bundleId: "other", challenge: challenge, now: Self.now) == .unknown)
+        #expect(try two.takeChallenge(bundleId: "b", challenge: challenge, now: Self.now) == .taken)
+        #expect(try one.takeChallenge(bundleId: "b", challenge: challenge, now: Self.now) == .unknown)
         let late = Array(repeating: UInt8(8), count: 32)
-        try one.issueChallenge(bundleId: "b", challenge: late, expiresAt: Self.now + 120_000)
-        #expect(try !two.consumeChallenge(bundleId: "b", challenge: late, now: Self.now + 120_000))
+        try one.issueChallenge(bundleId: "b", challenge: late, expiresAt: Self.now + 120_000, now: Self.now)
+        #expect(try two.takeChallenge(bundleId: "b", challenge: late, now: Self.now + 120_000) == .expired)
+        #expect(try two.takeChallenge(bundleId: "b", challenge: late, now: Self.now + 120_000) == .unknown)
     }
 
     @Test(
@@ -61,15 +62,29 @@ struct AppAttestLedgerTests {
         #expect(try !two.saveKey(bundleId: "b", key: Self.key, at: Self.now + 1))
         let stored = try #require(try two.appAttestKey(bundleId: "b", keyId: Self.key.keyId))
         #expect(stored.key == Self.key && stored.counter == 0 && stored.revokedAt == nil)
-        #expect(try one.advanceCounter(bundleId: "b", keyId: Self.key.keyId, to: 1, at: Self.now))
-        #expect(try !two.advanceCounter(bundleId: "b", keyId: Self.key.keyId, to: 1, at: Self.now))
-        #expect(try !two.advanceCounter(bundleId: "b", keyId: Self.key.keyId, to: 0, at: Self.now))
-        // Racing: each counter from 2 to 41 taken by both at once; each is won once.
+        #expect(try take(one, counter: 1, issuedBy: two) == .accepted)
+        #expect(try take(two, counter: 1, issuedBy: one) == .counterNotIncreasing)
+        #expect(try take(two, counter: 0, issuedBy: two) == .counterNotIncreasing)
+        // A challenge taken once is gone, even when its assertion lost on the counter; one past its time is expired.
+        let used = Self.challenge(200)
+        try one.issueChallenge(bundleId: "b", challenge: used, expiresAt: Self.now + 120_000, now: Self.now)
+        #expect(try accept(two, used, counter: 1) == .counterNotIncreasing)
+        #expect(try accept(one, used, counter: 2) == .challengeUnknown)
+        let late = Self.challenge(201)
+        try one.issueChallenge(bundleId: "b", challenge: late, expiresAt: Self.now, now: Self.now)
+        #expect(try accept(two, late, counter: 2) == .challengeExpired)
+        #expect(try accept(two, late, counter: 2) == .challengeUnknown)
+        // Racing: for each counter from 2 to 41, both replicas take the same challenge and counter at once; each is
+        // won once.
+        for counter in 2...41 {
+            try one.issueChallenge(
+                bundleId: "b", challenge: Self.challenge(UInt8(counter)), expiresAt: Self.now + 120_000, now: Self.now)
+        }
         let wins = Mutex([UInt32: Int]())
         DispatchQueue.concurrentPerform(iterations: 80) { index in
             let ledger = index % 2 == 0 ? one : two
             let counter = UInt32(2 + index / 2)
-            if (try? ledger.advanceCounter(bundleId: "b", keyId: Self.key.keyId, to: counter, at: Self.now)) == true {
+            if (try? accept(ledger, Self.challenge(UInt8(counter)), counter: counter)) == .accepted {
                 wins.withLock { $0[counter, default: 0] += 1 }
             }
         }
@@ -78,8 +93,22 @@ struct AppAttestLedgerTests {
         #expect(wins.withLock { $0[41] } == 1)
         #expect(try one.appAttestKey(bundleId: "b", keyId: Self.key.keyId)?.counter == 41)
         #expect(try one.revokeKey(bundleId: "b", keyId: Self.key.keyId, at: Self.now + 5))
-        #expect(try !two.advanceCounter(bundleId: "b", keyId: Self.key.keyId, to: 100, at: Self.now))
+        #expect(try take(two, counter: 100, issuedBy: one) == .counterNotIncreasing)
         #expect(try two.appAttestKeys(bundleId: nil).map(\.revokedAt) == [Self.now + 5])
         #expect(try two.appAttestKeys(bundleId: "other").isEmpty)
+    }
+
+    static func challenge(_ byte: UInt8) -> [UInt8] { Array(repeating: byte, count: 32) }
+
+    func accept(_ ledger: any Ledger, _ challenge: [UInt8], counter: UInt32) throws -> AssertionAcceptance {
+        try ledger.acceptAssertion(
+            bundleId: "b", keyId: Self.key.keyId, challenge: challenge, counter: counter, now: Self.now)
+    }
+
+    /// An assertion with `counter` over a fresh challenge that `issuer` handed out.
+    func take(_ ledger: any Ledger, counter: UInt32, issuedBy issuer: any Ledger) throws -> AssertionAcceptance {
+        let challenge = AppAttestChallenge.make()
+        try issuer.issueChallenge(bundleId: "b", challenge: challenge, expiresAt: Self.now + 120_000, now: Self.now)
+        return try accept(ledger, challenge, counter: counter)
     }
 }

@@ -27,6 +27,9 @@ public struct AppDefinition: Sendable {
     public var appStoreConnect: AppStoreConnectSettings?
     /// What to answer Apple's Retention Messaging requests, in order: the first entry that applies answers.
     public var retention: [RetentionEntry]
+    /// Whether the app's signature and eligibility requests must come from a genuine copy of the app (App Attest);
+    /// `nil` is off.
+    public var appAttest: AppAttestSettings?
     /// The app's JSON path in the configuration, like `$.apps[0]`.
     public var path: String
     /// Its offers and retention entries as a catalog document (`CatalogDocument.json`): what `catalog: "storage"`
@@ -137,6 +140,10 @@ public struct AppDefinition: Sendable {
             connect = AppStoreConnectSettings.parse(
                 value, path: "\(path).appStoreConnect", baseDirectory: baseDirectory, errors: &errors)
         }
+        var appAttest: AppAttestSettings?
+        if let value = reader.value("appAttest") {
+            appAttest = AppAttestSettings.parse(value, path: "\(path).appAttest", errors: &errors)
+        }
         reader.finish(into: &errors)
         guard let bundleId, let issuerId, let firstKey = keys.first else { return nil }
         var app = AppDefinition(
@@ -147,6 +154,7 @@ public struct AppDefinition: Sendable {
             catalogJSON: catalog.json,
             path: path)
         app.appStoreConnect = connect
+        app.appAttest = appAttest?.mode == .off ? nil : appAttest
         return app
     }
 }

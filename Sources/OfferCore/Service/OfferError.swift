@@ -50,6 +50,22 @@ public struct OfferError: Error, Sendable, Equatable, CustomStringConvertible {
             .untrustedSignedData, "\(field): \(error.message)", field: field, reason: error.reason.rawValue)
     }
 
+    /// The app enforces App Attest and the request has no assertion.
+    public static let attestationRequired = OfferError(
+        .attestationRequired,
+        "this app's requests must carry an App Attest assertion (X-App-Attest-Key-Id, X-App-Attest-Challenge, "
+            + "X-App-Attest-Assertion)")
+
+    /// An App Attest assertion or attestation failed `error`'s check.
+    public static func attestationInvalid(_ error: AppAttestError) -> OfferError {
+        OfferError(.attestationInvalid, "App Attest: \(error.description)", reason: error.reason.rawValue)
+    }
+
+    /// App Attest is off for the app.
+    public static func appAttestOff(_ bundleId: String) -> OfferError {
+        OfferError(.appAttestOff, "App Attest is off for \(bundleId)", field: "bundleId")
+    }
+
     public static func notEligible(_ reasons: [IneligibilityReason]) -> OfferError {
         OfferError(.notEligible, "the customer is not eligible for this offer", reasons: reasons)
     }

@@ -41,6 +41,16 @@ public struct AppAttestError: Error, Sendable, Equatable, CustomStringConvertibl
         /// Apple's receipt does not verify (its signature, its chain to Apple Root CA - G3), or names another app,
         /// another key, or is no attestation's.
         case badReceipt = "bad_receipt"
+        /// The request names a key the app never attested (or attested with another app).
+        case unknownKey = "unknown_key"
+        /// The key was revoked (`ledger app-attest-revoke`).
+        case revokedKey = "revoked_key"
+        /// The challenge was never handed out for this app, or was taken already (a replay).
+        case challengeUnknown = "challenge_unknown"
+        /// The challenge was handed out, but its time ran out before it was used.
+        case challengeExpired = "challenge_expired"
+        /// The key was attested before: an attestation is once per key.
+        case keyAlreadyAttested = "key_already_attested"
     }
 
     public let reason: Reason

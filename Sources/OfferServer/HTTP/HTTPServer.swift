@@ -28,7 +28,9 @@ public struct HTTPServerLimits: Sendable {
     /// Whether handlers see the peer's address (only the rate limiter needs it).
     public var recordsClientAddress = false
     /// Request headers handlers see: `X-Request-Id`, and for example a proxy's client address header.
-    public var forwardedHeaders: [String] = ["X-Request-Id", "Idempotency-Key"]
+    public var forwardedHeaders: [String] = [
+        "X-Request-Id", "Idempotency-Key", "X-App-Attest-Key-Id", "X-App-Attest-Challenge", "X-App-Attest-Assertion",
+    ]
     /// Query string arguments handlers see (percent-decoded by `QueryDecoding`, matched by their name as sent);
     /// the API reads none, the admin API and the test kit's fake read some.
     public var forwardedQueryArguments: [String] = []

@@ -151,6 +151,16 @@ public final class Metrics: Sendable {
                 "Exposed customers who bought or renewed after the exposure, by offer and arm, as this process "
                 + "recorded them from Apple's notifications.",
             type: "counter", index: 32)
+        public static let appAttestRequests = Family(
+            name: "offer_signer_app_attest_requests_total",
+            help:
+                "Requests of apps with App Attest, by app, mode (report, enforce) and outcome (valid, missing, or the "
+                + "refusal's reason): the share of valid ones says when enforce is safe.",
+            type: "counter", index: 33)
+        public static let appAttestKeys = Family(
+            name: "offer_signer_app_attest_keys_total",
+            help: "App Attest keys offered for attestation, by app and outcome (attested, or the refusal's reason).",
+            type: "counter", index: 34)
 
         /// The order families are rendered in.
         static let all: [Family] = [
@@ -160,7 +170,8 @@ public final class Metrics: Sendable {
             .offerBudgetRemaining, .offerReservations, .offerRedemptions, .notifications, .appleAPILookups,
             .appleAPILookupMilliseconds,
             .appleAPICalls, .appleAPICallMilliseconds, .appleAPICache, .appleAPIBreaker, .subscriptionLookups,
-            .retentionAnswers, .exposures, .conversions, .catalogVersion, .auditEntries, .auditHead,
+            .retentionAnswers, .exposures, .conversions, .appAttestRequests, .appAttestKeys, .catalogVersion,
+            .auditEntries, .auditHead,
             .adminAuthFailures, .requestDuration,
         ]
     }

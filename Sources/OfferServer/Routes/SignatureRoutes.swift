@@ -4,13 +4,14 @@ import OfferCrypto
 import OfferStore
 
 /// `POST /v1/signatures/promotional-offer` and `POST /v1/signatures/introductory-offer-eligibility`. Each reads as
-/// its steps: decode; an earlier answer under the request's `Idempotency-Key`; the app and the offer; the signed data,
+/// its steps: decode; App Attest, for an app that has it (`AppAttestGate`); an earlier answer under the request's `Idempotency-Key`; the app and the offer; the signed data,
 /// verified once; the subscription's facts brought up to date (`RequestFacts`: a lookup at Apple when due, the
 /// redemption the request's transaction shows); the decision (`EligibilityService`); the signature issued
 /// (`OfferIssuance`: signed, and answered once the ledger has it on disk, within its admission).
 struct SignatureRoutes {
     let issuance: OfferIssuance
     let facts: RequestFacts
+    let attest: AppAttestGate
 
     var routes: [Route] {
         [
@@ -22,6 +23,7 @@ struct SignatureRoutes {
     func promotionalOffer(_ request: HTTPRequest, _ context: RequestContext) async throws -> HTTPResponse {
         let body = try PromotionalOfferRequest.decode(request.body)
         context.recordSubject(bundleId: body.bundleId, offerId: body.offerId)
+        try attest.check(request, bundleId: body.bundleId, context)
         let idempotency = try Idempotency(request, route: "promotional-offer", body: body.jsonBytes, now: context.now)
         if let previous = try previousAnswer(idempotency, bundleId: body.bundleId, context) {
             return try repeated(previous, idempotency, offerId: body.offerId, context)
@@ -60,6 +62,7 @@ struct SignatureRoutes {
     func introductoryOfferEligibility(_ request: HTTPRequest, _ context: RequestContext) async throws -> HTTPResponse {
         let body = try IntroductoryOfferEligibilityRequest.decode(request.body)
         context.recordSubject(bundleId: body.bundleId, offerId: body.offerId)
+        try attest.check(request, bundleId: body.bundleId, context)
         let idempotency = try Idempotency(
             request, route: "introductory-offer-eligibility", body: body.jsonBytes, now: context.now)
         if let previous = try previousAnswer(idempotency, bundleId: body.bundleId, context) {

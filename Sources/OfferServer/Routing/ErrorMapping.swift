@@ -12,6 +12,7 @@ public enum ErrorMapping {
         .invalidRequest: 400, .untrustedSignedData: 400, .wrongOfferType: 400, .productNotCovered: 400,
         .notEligible: 403, .unknownApp: 404, .unknownOffer: 404, .idempotencyKeyReused: 422, .customerRateLimited: 429,
         .storageUnavailable: 503, .internalError: 500, .noRetentionAnswer: 404, .deadlineExceeded: 503,
+        .attestationRequired: 401, .attestationInvalid: 401, .appAttestOff: 404,
         // The HTTP layer.
         .notFound: 404, .methodNotAllowed: 405, .payloadTooLarge: 413, .rateLimited: 429, .notReady: 503,
         // The admin API.
@@ -32,6 +33,7 @@ public enum ErrorMapping {
             context.record { facts in
                 facts.reason = facts.reason ?? error.reasons.first?.code ?? error.code.rawValue
                 if error.code == .untrustedSignedData { facts.rejectedSignedData = error.reason }
+                if error.code == .attestationInvalid { facts.reason = error.reason ?? facts.reason }
                 if error.code == .storageUnavailable || error.code == .internalError { facts.decision = nil }
             }
             if status >= 500 {

@@ -66,6 +66,10 @@ public struct MetricsMiddleware: Middleware {
         for conversion in facts.conversions {
             metrics.increment(.conversions, ["app": app, "offer": conversion.offer, "arm": conversion.arm])
         }
+        if let attest = facts.appAttest {
+            metrics.increment(.appAttestRequests, ["app": app, "mode": attest.mode, "outcome": attest.outcome])
+        }
+        if let outcome = facts.appAttestKey { metrics.increment(.appAttestKeys, ["app": app, "outcome": outcome]) }
         guard let offer = facts.offer, let decision = facts.decision else { return }
         if let signature = facts.signature {
             metrics.increment(
@@ -108,6 +112,8 @@ public struct AccessLogMiddleware: Middleware {
         if let decision = facts.decision { fields.append(("decision", decision)) }
         if let reason = facts.reason { fields.append(("reason", reason)) }
         if let refresh = facts.refresh { fields.append(("refresh", refresh)) }
+        if let attest = facts.appAttest { fields.append(("app_attest", attest.outcome)) }
+        if let outcome = facts.appAttestKey { fields.append(("app_attest_key", outcome)) }
         if let actor = facts.actor { fields.append(("actor", actor)) }
         context.log.info("request", fields)
     }

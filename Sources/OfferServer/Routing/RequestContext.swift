@@ -54,6 +54,11 @@ public final class RequestContext: Sendable {
         public var exposures: [(offer: String, arm: String)] = []
         /// The exposed customers' conversions recorded, by offer and arm.
         public var conversions: [(offer: String, arm: String)] = []
+        /// For an app with App Attest: its mode (`report`, `enforce`) and what the request's assertion was (`valid`,
+        /// `missing`, or the refusal's reason).
+        public var appAttest: (mode: String, outcome: String)?
+        /// For `POST /v1/app-attest/keys`: `attested`, or the refusal's reason.
+        public var appAttestKey: String?
     }
 
     init(

@@ -55,6 +55,7 @@ public final class OfferService: Sendable {
         subscriptionLookup = appStoreLookup
         let facts = RequestFacts(lookup: appStoreLookup, redemptions: ledger)
         let issuance = OfferIssuance(ledger: ledger, nonce: nonce)
+        let attest = AppAttestGate(ledger: ledger)
         var api: [any Middleware] = [
             AccessLogMiddleware(), MetricsMiddleware(metrics), RecentDecisionsMiddleware(recentDecisions),
         ]
@@ -62,8 +63,9 @@ public final class OfferService: Sendable {
         let operations: [any Middleware] = [MetricsMiddleware(metrics)]
         let apple: [any Middleware] = [AccessLogMiddleware(), MetricsMiddleware(metrics)]
         let routes =
-            SignatureRoutes(issuance: issuance, facts: facts).routes
-            + EligibilityRoutes(facts: facts, issuance: issuance).routes
+            SignatureRoutes(issuance: issuance, facts: facts, attest: attest).routes
+            + EligibilityRoutes(facts: facts, issuance: issuance, attest: attest).routes
+            + AppAttestRoutes(ledger: ledger).routes
             + NotificationRoutes(ledger: ledger).routes
             + RetentionRoutes(issuance: issuance, lookup: lookup ?? appStoreLookup, answers: RetentionAnswers()).routes
             + HealthRoutes(ledger: ledger, metrics: metrics).routes
@@ -82,9 +84,11 @@ public final class OfferService: Sendable {
         let eligibility = EligibilityService(
             catalog: catalog, verifier: try configuration.loadVerifier(),
             environments: Set(configuration.settings.trust.environments), usage: ledger, states: ledger)
+        let attesting = catalog.apps.values.contains { $0.definition.appAttest != nil }
         return Snapshot(
             eligibility: eligibility, configuration: configuration.hash,
-            catalogSource: configuration.settings.catalog, catalogVersions: versions)
+            catalogSource: configuration.settings.catalog, catalogVersions: versions,
+            appAttest: attesting ? try configuration.loadAppAttestTrust() : nil)
     }
 
     /// The configuration requests are served from now.

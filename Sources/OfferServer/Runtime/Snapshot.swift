@@ -12,15 +12,18 @@ public struct Snapshot: Sendable {
     /// With `catalogSource` `.storage`: the published version served for each app that has one (apps without one
     /// serve the file's offers). Empty for `.file`.
     public let catalogVersions: [String: Int64]
+    /// What App Attest's keys are checked against, when an app has `appAttest`.
+    public let appAttest: AppAttestTrust?
 
     public init(
         eligibility: EligibilityService, configuration: String, catalogSource: Settings.CatalogMode = .file,
-        catalogVersions: [String: Int64] = [:]
+        catalogVersions: [String: Int64] = [:], appAttest: AppAttestTrust? = nil
     ) {
         self.eligibility = eligibility
         self.configuration = configuration
         self.catalogSource = catalogSource
         self.catalogVersions = catalogVersions
+        self.appAttest = appAttest
     }
 
     public var catalog: Catalog { eligibility.catalog }

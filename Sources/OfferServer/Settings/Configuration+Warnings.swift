@@ -91,6 +91,11 @@ extension Configuration {
                         + "\(app.bundleId)'s decisions cannot use it; set \"storage\"")
             }
         }
+        if !settings.trust.appAttestRootCertificateFiles.isEmpty {
+            out.append(
+                "$.trust.appAttestRootCertificates: replaces Apple's App Attestation root, so keys made by a test CA "
+                    + "pass as genuine apps: for tests only, never in production")
+        }
         if settings.trust.rootCertificateFiles.isEmpty {
             out.append("$.trust: no root certificates; only offers with requiresVerifiedCustomer false can be signed")
         }

@@ -69,6 +69,22 @@ public struct Configuration: Sendable {
                     "is \"none\", but \(limited.path) has limits, which need a ledger: use \"sqlite:PATH\" (the "
                         + "default) or \"postgresql://...\" (or \"memory\" for tests)"))
         }
+        for app in apps where app.appAttest != nil {
+            if settings.storage == .none {
+                errors.append(
+                    ConfigError(
+                        path: "\(app.path).appAttest",
+                        "needs a ledger for its challenges and keys, but $.storage is \"none\": use \"sqlite:PATH\" (the "
+                            + "default) or \"postgresql://...\""))
+            }
+            if settings.trust.rootCertificateFiles.isEmpty {
+                errors.append(
+                    ConfigError(
+                        path: "\(app.path).appAttest",
+                        "needs $.trust.rootCertificates (Apple Root CA - G3), the root of the receipt Apple signs into "
+                            + "every attestation"))
+            }
+        }
         if settings.catalog == .storage && (settings.storage == .none) {
             errors.append(
                 ConfigError(
@@ -119,6 +135,35 @@ public struct Configuration: Sendable {
         guard errors.isEmpty else { throw ConfigErrors(errors) }
         return SignedDataVerifier(
             trustedRoots: roots, maxClockSkewSeconds: Int64(settings.trust.maxClockSkewSeconds))
+    }
+
+    /// App Attest's trust: Apple's App Attestation root (or `trust.appAttestRootCertificates`, for tests), and
+    /// `trust.rootCertificates` for the receipts Apple signs under Apple Root CA - G3.
+    public func loadAppAttestTrust() throws(ConfigErrors) -> AppAttestTrust {
+        var errors: [ConfigError] = []
+        func load(_ files: [String], _ member: String) -> [Certificate] {
+            var roots: [Certificate] = []
+            for (index, file) in files.enumerated() {
+                do {
+                    roots.append(try Certificate(der: try Self.readCertificateFile(file)))
+                } catch let error as ConfigError {
+                    errors.append(ConfigError(path: "$.trust.\(member)[\(index)]", error.message))
+                } catch {
+                    errors.append(ConfigError(path: "$.trust.\(member)[\(index)]", "\(file): not an X.509 certificate"))
+                }
+            }
+            return roots
+        }
+        let receiptRoots = load(settings.trust.rootCertificateFiles, "rootCertificates")
+        let overrides = load(settings.trust.appAttestRootCertificateFiles, "appAttestRootCertificates")
+        guard errors.isEmpty else { throw ConfigErrors(errors) }
+        if !overrides.isEmpty { return AppAttestTrust(roots: overrides, receiptRoots: receiptRoots, isApple: false) }
+        do {
+            return AppAttestTrust(
+                roots: [try AppleAppAttestationRoot.certificate()], receiptRoots: receiptRoots, isApple: true)
+        } catch {
+            throw ConfigErrors([ConfigError(path: "$.trust", "Apple's App Attestation root does not load")])
+        }
     }
 
     /// Reads a certificate file: DER as is, or the first PEM `CERTIFICATE` block decoded.

@@ -28,6 +28,9 @@ public struct Settings: Sendable {
         /// How many seconds after now a `signedDate` may be, for clocks that differ (0 to 3600; default 300):
         /// later data is refused as `future_signed_date`.
         public var maxClockSkewSeconds = Int(SignedDataVerifier.defaultMaxClockSkewSeconds)
+        /// For tests only: root certificates that replace Apple's App Attestation root (built in) for App Attest's
+        /// keys, so a test CA (`offer-signer-testkit app-attest ca`) can make them; paths resolved. Empty: Apple's.
+        public var appAttestRootCertificateFiles: [String] = []
     }
 
     /// Requests per client on the API routes; off when `nil`.
@@ -254,6 +257,9 @@ public struct Settings: Sendable {
             trust.environments = environments.map(AppStoreEnvironment.init(rawValue:))
         }
         if let skew = reader.int("maxClockSkewSeconds", range: 0...3600) { trust.maxClockSkewSeconds = skew }
+        if let roots = reader.strings("appAttestRootCertificates", required: false) {
+            trust.appAttestRootCertificateFiles = roots.map { Identifiers.resolve($0, against: baseDirectory) }
+        }
         reader.finish(into: &errors)
         return trust
     }

@@ -58,11 +58,11 @@ class ForwardingLedger: Ledger, @unchecked Sendable {
         _ update: SubscriptionUpdate, completion: @escaping @Sendable (Result<NotificationEffects, LedgerError>) -> Void
     ) { memory.recordState(update, completion: completion) }
     func notification(uuid: String) throws(LedgerError) -> RecordedNotification? { try memory.notification(uuid: uuid) }
-    func issueChallenge(bundleId: String, challenge: [UInt8], expiresAt: Int64) throws(LedgerError) {
-        try memory.issueChallenge(bundleId: bundleId, challenge: challenge, expiresAt: expiresAt)
+    func issueChallenge(bundleId: String, challenge: [UInt8], expiresAt: Int64, now: Int64) throws(LedgerError) {
+        try memory.issueChallenge(bundleId: bundleId, challenge: challenge, expiresAt: expiresAt, now: now)
     }
-    func consumeChallenge(bundleId: String, challenge: [UInt8], now: Int64) throws(LedgerError) -> Bool {
-        try memory.consumeChallenge(bundleId: bundleId, challenge: challenge, now: now)
+    func takeChallenge(bundleId: String, challenge: [UInt8], now: Int64) throws(LedgerError) -> ChallengeTake {
+        try memory.takeChallenge(bundleId: bundleId, challenge: challenge, now: now)
     }
     func saveKey(bundleId: String, key: AttestedKey, at: Int64) throws(LedgerError) -> Bool {
         try memory.saveKey(bundleId: bundleId, key: key, at: at)
@@ -70,8 +70,10 @@ class ForwardingLedger: Ledger, @unchecked Sendable {
     func appAttestKey(bundleId: String, keyId: [UInt8]) throws(LedgerError) -> StoredAppAttestKey? {
         try memory.appAttestKey(bundleId: bundleId, keyId: keyId)
     }
-    func advanceCounter(bundleId: String, keyId: [UInt8], to counter: UInt32, at: Int64) throws(LedgerError) -> Bool {
-        try memory.advanceCounter(bundleId: bundleId, keyId: keyId, to: counter, at: at)
+    func acceptAssertion(
+        bundleId: String, keyId: [UInt8], challenge: [UInt8], counter: UInt32, now: Int64
+    ) throws(LedgerError) -> AssertionAcceptance {
+        try memory.acceptAssertion(bundleId: bundleId, keyId: keyId, challenge: challenge, counter: counter, now: now)
     }
     func appAttestKeys(bundleId: String?) throws(LedgerError) -> [StoredAppAttestKey] {
         try memory.appAttestKeys(bundleId: bundleId)
