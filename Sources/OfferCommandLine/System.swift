@@ -26,3 +26,22 @@ public func readStandardInput() -> [UInt8]? {
         if bytes.count > 16 << 20 { return nil }
     }
 }
+
+/// Whether something exists at `path`.
+public func fileExists(_ path: String) -> Bool {
+    var info = stat()
+    return stat(path, &info) == 0
+}
+
+/// Writes `contents` to `path` (mode 0600), replacing what was there.
+public func replaceFile(_ path: String, contents: [UInt8]) throws {
+    let descriptor = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
+    guard descriptor >= 0 else { throw CommandError("cannot write \(path): \(systemError())") }
+    defer { close(descriptor) }
+    var written = 0
+    while written < contents.count {
+        let count = contents[written...].withUnsafeBytes { write(descriptor, $0.baseAddress, $0.count) }
+        guard count > 0 else { throw CommandError("cannot write \(path): \(systemError())") }
+        written += count
+    }
+}

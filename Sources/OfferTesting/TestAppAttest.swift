@@ -7,15 +7,14 @@ import OfferCrypto
 /// `trust.appAttestRootCertificates`; its receipt root goes in `trust.rootCertificates`. Never trust it in production.
 public struct TestAppAttestAuthority: Sendable {
     /// The App Attestation root and the intermediate that issues each key's certificate.
-    public let root: TestCertificate
+    public let root: Certificate
     public let intermediate: TestCertificate
     /// The root of the receipts, and the certificate that signs them (in place of Apple's receipt signer).
-    public let receiptRoot: TestCertificate
+    public let receiptRoot: Certificate
     public let receiptSigner: TestCertificate
 
     public init(
-        root: TestCertificate, intermediate: TestCertificate, receiptRoot: TestCertificate,
-        receiptSigner: TestCertificate
+        root: Certificate, intermediate: TestCertificate, receiptRoot: Certificate, receiptSigner: TestCertificate
     ) {
         self.root = root
         self.intermediate = intermediate
@@ -39,9 +38,45 @@ public struct TestAppAttestAuthority: Sendable {
         let root = try authority("Test App Attestation Root CA", issuer: nil, ca: true)
         let receiptRoot = try authority("Test App Attest Receipt Root CA", issuer: nil, ca: true)
         return TestAppAttestAuthority(
-            root: root, intermediate: try authority("Test App Attestation CA 1", issuer: root, ca: true),
-            receiptRoot: receiptRoot,
+            root: root.certificate, intermediate: try authority("Test App Attestation CA 1", issuer: root, ca: true),
+            receiptRoot: receiptRoot.certificate,
             receiptSigner: try authority("Test App Attest Receipt Signing", issuer: receiptRoot, ca: false))
+    }
+
+    /// The files of `offer-signer-testkit app-attest ca`: the two roots' certificates to trust, and the intermediate's
+    /// and the receipt signer's certificates and keys.
+    public static let files = (
+        root: "root.cer", intermediate: "intermediate.cer", intermediateKey: "intermediate.p8",
+        receiptRoot: "receipt-root.cer", receiptSigner: "receipt-signer.cer", receiptSignerKey: "receipt-signer.p8"
+    )
+
+    /// Writes the authority to `directory` (which exists), keys with mode 0600.
+    public func write(to directory: String) throws {
+        let files = Self.files
+        for (name, bytes) in [
+            (files.root, root.der), (files.intermediate, intermediate.der),
+            (files.intermediateKey, try intermediate.key.pkcs8PEM()), (files.receiptRoot, receiptRoot.der),
+            (files.receiptSigner, receiptSigner.der), (files.receiptSignerKey, try receiptSigner.key.pkcs8PEM()),
+        ] {
+            try PrivateKeyFile.writeNew(path: "\(directory)/\(name)", contents: bytes)
+        }
+    }
+
+    /// Reads an authority that `write(to:)` wrote.
+    public init(directory: String) throws {
+        func certificate(_ name: String) throws -> Certificate {
+            try Certificate(der: try PrivateKeyFile.readProtected(path: "\(directory)/\(name)", what: "certificate"))
+        }
+        let files = Self.files
+        self.init(
+            root: try certificate(files.root),
+            intermediate: TestCertificate(
+                certificate: try certificate(files.intermediate),
+                key: try PrivateKeyFile.load(path: "\(directory)/\(files.intermediateKey)")),
+            receiptRoot: try certificate(files.receiptRoot),
+            receiptSigner: TestCertificate(
+                certificate: try certificate(files.receiptSigner),
+                key: try PrivateKeyFile.load(path: "\(directory)/\(files.receiptSignerKey)")))
     }
 
     /// What an attestation may get wrong on purpose, one check each.

@@ -12,10 +12,33 @@ enum Help {
                                      retention request as Apple's server would, with the test CA
           apple-api                  serve a fake App Store Server API
           app-store-connect          serve a fake App Store Connect API (apps, subscriptions, offers)
+          app-attest                 a test App Attestation CA, and a device's attestations and assertions
           simulate-campaign          play a campaign with a known true effect against a running service
 
         Run `offer-signer-testkit <command> --help` for a command's options. `offer-signer-testkit --version`
         prints the version.
+        """
+
+    static let appAttest = """
+        Usage: offer-signer-testkit app-attest ca --out DIR
+               offer-signer-testkit app-attest attest --ca DIR --key FILE --team-id T --bundle-id B --challenge C
+                   [--environment production|development] [--flaw nonce|app|counter|environment|receipt]
+               offer-signer-testkit app-attest assert --key FILE --team-id T --bundle-id B --challenge C --body FILE
+                   [--counter N]
+
+        Does what Apple's App Attest service and a device do, with a private CA, so tests can attest keys and
+        assert requests (apps[].appAttest) without a device.
+
+          ca       writes the CA to DIR: root.cer (list it in trust.appAttestRootCertificates; tests only),
+                   receipt-root.cer (add it to trust.rootCertificates), and the keys that sign.
+          attest   makes the device key FILE (PKCS#8, mode 0600) unless it exists, and prints the JSON body of
+                   POST /v1/app-attest/keys: the key's attestation over challenge C (from POST
+                   /v1/app-attest/challenge). --flaw breaks one check on purpose: the nonce, the App ID, the
+                   counter (1), the environment's AAGUID, or the receipt's type.
+          assert   prints the request's three headers (X-App-Attest-Key-Id, X-App-Attest-Challenge,
+                   X-App-Attest-Assertion) as a JSON object: an assertion over a fresh challenge C and the exact
+                   bytes of the body file. The counter is N, or one more than the last one used with FILE (kept
+                   in FILE.counter).
         """
 
     static let simulateCampaign = """

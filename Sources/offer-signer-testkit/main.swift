@@ -13,6 +13,7 @@ let program = CommandLineProgram(
         Command("sign", help: Help.sign, run: TestKitCommand.sign),
         Command("apple-api", help: Help.appleAPI, run: AppleAPICommand.run),
         Command("app-store-connect", help: Help.appStoreConnect, run: AppStoreConnectCommand.run),
+        Command("app-attest", help: Help.appAttest, run: AppAttestCommand.run),
         Command("simulate-campaign", help: Help.simulateCampaign, run: SimulateCampaignCommand.run),
     ])
 exit(program.run(CommandLine.arguments.dropFirst()))

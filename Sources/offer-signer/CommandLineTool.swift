@@ -28,7 +28,11 @@ enum CommandLineTool {
                     help: Help.sign, run: SignCommand.run),
                 Command("explain", help: Help.explain, run: ExplainCommand.run),
                 Command(
-                    "ledger", subcommands: ["stats", "customer", "forget", "grant", "reset", "actions", "purge"],
+                    "ledger",
+                    subcommands: [
+                        "stats", "customer", "forget", "grant", "reset", "actions", "purge", "app-attest-keys",
+                        "app-attest-revoke",
+                    ],
                     help: Help.ledger, run: LedgerCommand.run),
                 Command(
                     "catalog", subcommands: ["export", "import", "check"], help: Help.catalog, run: CatalogCommand.run),

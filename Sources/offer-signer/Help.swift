@@ -25,6 +25,8 @@ enum Help {
           ledger reset               set an offer's counts, or one customer's, to zero
           ledger actions             every grant and reset, with its reason
           ledger purge               delete the records older than ledgerRetentionDays (totals are kept)
+          ledger app-attest-keys     the App Attest keys attested, per app: counter, last use, revocation
+          ledger app-attest-revoke   revoke an App Attest key: its assertions are refused from then on
           report outcomes            per offer, period and arm: exposed, signed, redeemed, converted, revenue
           report experiment          an offer's experiment: rates, intervals, sample size, verdict
           catalog export             write the apps' live offers and retention entries as JSON (for git)
@@ -266,6 +268,8 @@ enum Help {
                    --config FILE
                offer-signer ledger actions --config FILE
                offer-signer ledger purge --config FILE
+               offer-signer ledger app-attest-keys [--app BUNDLE] --config FILE
+               offer-signer ledger app-attest-revoke --key-id ID [--app BUNDLE] --config FILE
 
         Reads and changes the ledger of the configuration's `storage` (a SQLite file or a PostgreSQL
         database; safe while the service runs).
@@ -287,6 +291,10 @@ enum Help {
         per-offer daily totals, as the service does at start and every hour; redemptions and the per-offer
         totals stay. KEY is the customer key the service uses: the verified originalTransactionId, else the
         appTransactionId.
+        `app-attest-keys` lists the App Attest keys attested (apps[].appAttest), newest first: app, key ID,
+        environment, when attested, the last assertion's counter and time, and whether revoked.
+        `app-attest-revoke` revokes key ID (as listed): the requests it asserts are refused, 401
+        attestation_invalid with reason revoked_key (counted only, in report mode); the app's copy makes a new key.
         """
 
     static let apple = """

@@ -4,9 +4,10 @@ import OfferCore
 import OfferServer
 import OfferStore
 
-/// `offer-signer ledger stats|customer|forget|grant|reset|actions|purge`: what the configuration's ledger holds, per
-/// offer and per customer; the erasure of a customer's records; ops' grants and resets, each recorded with its
-/// reason, and their record; one pass of the retention. Safe while the service runs (SQLite's WAL lets both in;
+/// `offer-signer ledger stats|customer|forget|grant|reset|actions|purge|app-attest-keys|app-attest-revoke`: what the
+/// configuration's ledger holds, per offer and per customer; the erasure of a customer's records; ops' grants and
+/// resets, each recorded with its reason, and their record; one pass of the retention; App Attest's keys, and their
+/// revocation. Safe while the service runs (SQLite's WAL lets both in;
 /// PostgreSQL takes the locks the service takes).
 enum LedgerCommand {
     static func run(_ subcommand: String, _ arguments: ArraySlice<String>) throws -> Int32 {
@@ -47,6 +48,8 @@ enum LedgerCommand {
             }
         case "grant", "reset":
             try change(subcommand, arguments)
+        case "app-attest-keys", "app-attest-revoke":
+            try appAttest(subcommand, arguments)
         default:
             throw UsageError("unknown subcommand \"\(subcommand)\" of ledger")
         }
@@ -70,6 +73,45 @@ enum LedgerCommand {
         } catch let error as LedgerError {
             throw CommandError("storage \(storage.description): \(error.description)")
         }
+    }
+
+    // MARK: - App Attest keys
+
+    /// `app-attest-keys` lists an app's (or every app's) attested keys, newest first; `app-attest-revoke` revokes one,
+    /// so its assertions are refused (`revoked_key`) from then on.
+    private static func appAttest(_ subcommand: String, _ arguments: ArraySlice<String>) throws {
+        let revoking = subcommand == "app-attest-revoke"
+        let options = try Arguments(arguments, valued: revoking ? ["config", "app", "key-id"] : ["config", "app"])
+        try options.noPositionals()
+        let (_, served, ledger) = try open(try options.required("config"))
+        let apps = served.catalog.order
+        if let app = options["app"], !apps.contains(app) {
+            throw CommandError(unknown("app", app, among: apps, in: "the configuration"))
+        }
+        guard revoking else {
+            let keys = try read { () throws(LedgerError) in try ledger.appAttestKeys(bundleId: options["app"]) }
+            Console.out(keys.isEmpty ? "no App Attest keys" : keys.map(describe).joined(separator: "\n"))
+            return
+        }
+        guard let app = options["app"] ?? (apps.count == 1 ? apps.first : nil) else {
+            throw UsageError("--app is required: the configuration has several apps")
+        }
+        let text = try options.required("key-id")
+        guard let keyId = AppAttestProof.base64(text), keyId.count == 32 else {
+            throw UsageError("--key-id must be a key ID as ledger app-attest-keys prints it (Base64 of 32 bytes)")
+        }
+        let now = SystemClock.nowMilliseconds()
+        guard try read({ () throws(LedgerError) in try ledger.revokeKey(bundleId: app, keyId: keyId, at: now) }) else {
+            throw CommandError("\(app) has no App Attest key \(text) in force (never attested, or revoked already)")
+        }
+        Console.out("revoked App Attest key \(Base64.encode(keyId)) of \(app): its assertions are refused from now on")
+    }
+
+    private static func describe(_ key: StoredAppAttestKey) -> String {
+        let state = key.revokedAt.map { "revoked \(ISO8601.format($0))" } ?? "in force"
+        let used = key.usedAt.map { "last used \(ISO8601.format($0))" } ?? "never used"
+        return "\(key.bundleId)  \(Base64.encode(key.key.keyId))  \(key.key.environment.rawValue)  attested "
+            + "\(ISO8601.format(key.attestedAt))  counter \(key.counter)  \(used)  \(state)"
     }
 
     private static func read<Value>(_ body: () throws(LedgerError) -> Value) throws -> Value {

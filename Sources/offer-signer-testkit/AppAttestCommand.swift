@@ -1,0 +1,130 @@
+import OfferAPI
+import OfferCommandLine
+import OfferCore
+import OfferCrypto
+import OfferServer
+import OfferTesting
+
+/// `offer-signer-testkit app-attest ca|attest|assert`: a private App Attestation CA, and a device's attestations and
+/// assertions made with it, so app teams' tests and ours meet (or miss on purpose) every App Attest check.
+enum AppAttestCommand {
+    static func run(_ arguments: ArraySlice<String>) throws -> Int32 {
+        guard let word = arguments.first else { throw UsageError("name what to do: ca, attest or assert") }
+        let rest = arguments.dropFirst()
+        switch word {
+        case "ca": return try makeAuthority(rest)
+        case "attest": return try attest(rest)
+        case "assert": return try assert(rest)
+        default: throw UsageError("unknown app-attest command \"\(word)\" (ca, attest or assert)")
+        }
+    }
+
+    static func makeAuthority(_ arguments: ArraySlice<String>) throws -> Int32 {
+        let options = try Arguments(arguments, valued: ["out"])
+        try options.noPositionals()
+        let directory = try options.required("out")
+        let now = SystemClock.nowMilliseconds() / 1000
+        let authority = try TestAppAttestAuthority.make(notBefore: now - 30 * 86_400, notAfter: now + 365 * 86_400)
+        try makeDirectory(directory)
+        try authority.write(to: directory)
+        Console.out(
+            """
+            wrote a test App Attestation CA to \(directory): root.cer (list it in trust.appAttestRootCertificates),
+            receipt-root.cer (add it to trust.rootCertificates), and the keys that make attestations and receipts.
+            It stands in for Apple's App Attest service: never trust it in production.
+            """)
+        return 0
+    }
+
+    static let flaws = ["nonce", "app", "counter", "environment", "receipt"]
+
+    static func attest(_ arguments: ArraySlice<String>) throws -> Int32 {
+        let options = try Arguments(
+            arguments, valued: ["ca", "key", "team-id", "bundle-id", "challenge", "environment", "flaw"])
+        try options.noPositionals()
+        let authority = try TestAppAttestAuthority(directory: try options.required("ca"))
+        let device = try device(options)
+        let bundleId = try options.required("bundle-id")
+        let challenge = try options.required("challenge")
+        guard let bytes = AppAttestChallenge.bytes(challenge) else {
+            throw UsageError(
+                "--challenge must be a challenge from POST /v1/app-attest/challenge (43 Base64URL characters)")
+        }
+        let environment = try environment(options["environment"])
+        var flaws = TestAppAttestAuthority.Flaws()
+        switch options["flaw"] {
+        case nil: break
+        case "nonce": flaws.wrongNonce = true
+        case "app": flaws.appId = "\(try options.required("team-id")).\(bundleId).other"
+        case "counter": flaws.counter = 1
+        case "environment": flaws.environment = environment == .production ? .development : .production
+        case "receipt": flaws.receiptType = "RECEIPT"
+        case let other?:
+            throw UsageError("unknown --flaw \"\(other)\" (\(Self.flaws.joined(separator: ", ")))")
+        }
+        let attestation = try authority.attestation(
+            of: device, appId: try appId(options), clientDataHash: AppAttestChallenge.attestationClientDataHash(bytes),
+            environment: environment, flaws: flaws, now: SystemClock.nowMilliseconds() / 1000)
+        let body = AppAttestKeyRequest(
+            bundleId: bundleId, keyId: device.keyIdText, attestation: Base64.encode(attestation), challenge: challenge)
+        Console.out(String(decoding: body.jsonBytes, as: UTF8.self))
+        return 0
+    }
+
+    static func assert(_ arguments: ArraySlice<String>) throws -> Int32 {
+        let options = try Arguments(
+            arguments, valued: ["key", "team-id", "bundle-id", "challenge", "body", "counter"])
+        try options.noPositionals()
+        let device = try device(options, create: false)
+        let keyPath = try options.required("key")
+        let body = try readFile(try options.required("body"))
+        let counterPath = keyPath + ".counter"
+        let counter: UInt32
+        if let text = options["counter"] {
+            guard let value = UInt32(text) else {
+                throw UsageError("--counter must be an integer from 0 to 4294967295")
+            }
+            counter = value
+        } else {
+            let last = (try? readFile(counterPath)).flatMap { UInt32(String(decoding: $0, as: UTF8.self)) } ?? 0
+            counter = last + 1
+        }
+        let headers = try device.headers(
+            body: body, challenge: try options.required("challenge"), appId: try appId(options), counter: counter)
+        try replaceFile(counterPath, contents: Array(String(counter).utf8))
+        var writer = JSONWriter()
+        writer.value(.object(headers.mapValues(JSONValue.string)))
+        Console.out(String(decoding: writer.bytes, as: UTF8.self))
+        return 0
+    }
+
+    /// The device's key from `--key`: made and written there when the file does not exist (for `attest`).
+    static func device(_ options: Arguments, create: Bool = true) throws -> TestAppAttestDevice {
+        let path = try options.required("key")
+        if create, !fileExists(path) {
+            let key = try SigningKey.generate()
+            try PrivateKeyFile.writeNew(path: path, contents: try key.pkcs8PEM())
+            return try TestAppAttestDevice(key: key)
+        }
+        return try TestAppAttestDevice(key: try PrivateKeyFile.load(path: path))
+    }
+
+    static func appId(_ options: Arguments) throws -> String {
+        "\(try options.required("team-id")).\(try options.required("bundle-id"))"
+    }
+
+    static func environment(_ text: String?) throws -> AppAttestEnvironment {
+        guard let text else { return .production }
+        guard let environment = AppAttestEnvironment(rawValue: text) else {
+            throw UsageError("--environment must be production or development")
+        }
+        return environment
+    }
+
+    static func readFile(_ path: String) throws -> [UInt8] {
+        switch FileBytes.readRegularFile(path, limit: 1 << 20) {
+        case .success(let bytes): return bytes
+        case .failure(let failure): throw UsageError("\(path): cannot read: \(failure.reason)")
+        }
+    }
+}
