@@ -12,11 +12,13 @@ import re
 from pathlib import Path
 
 import pytest
+import yaml
 
 from appattest_device import APPLE_STYLE_EXTENSIONS, AAGUID_DEVELOPMENT, AppAttestCA, Device, attest_headers, \
     attestation_client_data_hash
 from support import (
     BUNDLE_ID,
+    REPO_ROOT,
     OFFER_OPEN,
     PRODUCT_MONTHLY,
     PROMO_PATH,
@@ -29,6 +31,14 @@ from support import (
     stop_servers,
     write_config,
 )
+from test_openapi import OpenAPI
+
+CONTRACT = OpenAPI(yaml.safe_load((REPO_ROOT / "openapi.yaml").read_text()))
+
+
+def conforms(answer, method: str, path: str) -> None:
+    """`answer` is what openapi.yaml declares for its status on `path`."""
+    CONTRACT.check(answer, CONTRACT.operation_response(method, path, answer.status), method)
 
 TEAM_ID = "ABCDE12345"
 APP_ID = f"{TEAM_ID}.{BUNDLE_ID}"
@@ -71,6 +81,7 @@ def enforced(tmp_path, signing_key, ca, storage):
 def challenge(server: Server) -> str:
     answer = server.post("/v1/app-attest/challenge", {"bundleId": BUNDLE_ID})
     assert answer.status == 200, answer.body
+    conforms(answer, "POST", "/v1/app-attest/challenge")
     body = answer.json()
     assert body["expiresInSeconds"] == 120
     assert re.fullmatch(r"[A-Za-z0-9_-]{43}", body["challenge"]), body
@@ -84,6 +95,7 @@ def attest(server: Server, device: Device, **knobs) -> dict:
     answer = server.post("/v1/app-attest/keys", {
         "bundleId": BUNDLE_ID, "keyId": device.key_id_b64, "attestation": base64.b64encode(attestation).decode(),
         "challenge": given})
+    conforms(answer, "POST", "/v1/app-attest/keys")
     return {"status": answer.status, **answer.json()}
 
 
@@ -201,6 +213,7 @@ def test_every_assertion_flaw_is_refused_with_its_reason(enforced, ca):
     for expected, attempt in cases:
         answer = attempt()
         assert reason(answer) == expected, (expected, answer.body)
+        conforms(answer, "POST", PROMO_PATH)
     assert "counter 6" in keys(config)
     revoked = run_cli("ledger", "app-attest-revoke", "--key-id", device.key_id_b64, "--config", str(config))
     assert revoked.returncode == 0, revoked.stderr
