@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
-# Type-checks OfferKit's StoreKit layer (Sources/OfferKit/StoreKit, compiled only where StoreKit exists) and
-# the app code in the docs on Linux, against a stub of the StoreKit declarations they use
-# (Tests/StoreKitStub/StoreKit.swift, Apple's signatures). Apple's platforms cannot be built here: this is how a
-# typo, a wrong label or a wrong type in that code fails `make test`.
+# Type-checks OfferKit's Apple-only layers and the app code in the docs on Linux, against stubs of the Apple
+# declarations they use (Apple's signatures): the StoreKit layer (Sources/OfferKit/StoreKit) against
+# Tests/StoreKitStub/StoreKit.swift, the App Attest provider (Sources/OfferKit/DeviceCheck) against
+# Tests/StoreKitStub/DeviceCheck.swift, and OfferKit's CryptoKit SHA-256 against Tests/StoreKitStub/CryptoKit.swift.
+# Each is compiled only where its framework exists. Apple's platforms cannot be built here: this is how a typo, a
+# wrong label or a wrong type in that code fails `make test`.
 # The checked code is every ```swift block that follows a `<!-- checked: storekit -->` line in README.md or
 # docs/*.md (the SwiftUI paywall of docs/app-teams.md); DOCS="FILE ..." checks those files instead.
 set -euo pipefail
@@ -11,11 +13,15 @@ work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
 swiftc=(swiftc -swift-version 6 -I "$work")
 
-# The stub, the wire types and OfferKit as modules and static libraries, in the order they import each other.
-# The stub is built from StoreKit.swift alone; PlanMappingCheck.swift beside it is the runtime check below.
-"${swiftc[@]}" -emit-library -static -emit-module -parse-as-library -enable-library-evolution -suppress-warnings \
-    -module-name StoreKit -emit-module-path "$work/StoreKit.swiftmodule" -o "$work/libStoreKit.a" \
-    "$root/Tests/StoreKitStub/StoreKit.swift"
+# The stubs, the wire types and OfferKit as modules and static libraries, in the order they import each other.
+# Each stub is built from its own file alone (library evolution, as Apple's frameworks are: their enums are not
+# frozen); PlanMappingCheck.swift and AppAttestErrorCheck.swift beside them are the runtime checks below.
+for framework in StoreKit DeviceCheck CryptoKit; do
+    "${swiftc[@]}" -emit-library -static -emit-module -parse-as-library -enable-library-evolution -suppress-warnings \
+        -module-name "$framework" -emit-module-path "$work/$framework.swiftmodule" -o "$work/lib$framework.a" \
+        "$root/Tests/StoreKitStub/$framework.swift"
+done
+stubs=(-lStoreKit -lDeviceCheck -lCryptoKit)
 "${swiftc[@]}" -emit-library -static -emit-module -parse-as-library -module-name OfferAPI \
     -emit-module-path "$work/OfferAPI.swiftmodule" -o "$work/libOfferAPI.a" "$root"/Sources/OfferAPI/*.swift
 mapfile -t kit < <(find "$root/Sources/OfferKit" -name '*.swift' | sort)
@@ -23,11 +29,17 @@ mapfile -t kit < <(find "$root/Sources/OfferKit" -name '*.swift' | sort)
     -module-name OfferKit -emit-module-path "$work/OfferKit.swiftmodule" -o "$work/libOfferKit.a" "${kit[@]}"
 
 # Every plan, mapped at run time onto the stub's recording options.
-"${swiftc[@]}" -parse-as-library -warnings-as-errors -L "$work" -lOfferKit -lOfferAPI -lStoreKit \
+"${swiftc[@]}" -parse-as-library -warnings-as-errors -L "$work" -lOfferKit -lOfferAPI "${stubs[@]}" \
     -o "$work/plan-mapping-check" "$root/Tests/StoreKitStub/PlanMappingCheck.swift"
 "$work/plan-mapping-check"
 
-# The StoreKit layer must really have been compiled in: a file that calls it must type-check.
+# Every DCError, sorted at run time into what OfferKit's App Attest acts on.
+"${swiftc[@]}" -parse-as-library -warnings-as-errors -L "$work" -lOfferKit -lOfferAPI "${stubs[@]}" \
+    -o "$work/app-attest-error-check" "$root/Tests/StoreKitStub/AppAttestErrorCheck.swift"
+"$work/app-attest-error-check"
+
+# The StoreKit layer and the App Attest provider must really have been compiled in: a file that calls them must
+# type-check.
 cat > "$work/uses-glue.swift" <<'SWIFT'
 import Foundation
 import OfferKit
@@ -40,6 +52,18 @@ func glueIsThere(_ plan: PurchasePlan, _ product: Product, _ client: OfferClient
     _ = try await client.introductoryOfferCompactJWS(product: product)
     _ = await SignedCustomerData.current(for: product)
     return try plan.purchaseOptions(for: product)
+}
+
+func appAttestIsThere(_ url: URL) async throws -> Data {
+    let provider: any AppAttestProvider = DeviceCheckAppAttestProvider()
+    let client = OfferClient(
+        baseURL: url, bundleId: "com.example.app",
+        appAttest: AppAttest(provider: provider, keyStore: UserDefaultsAppAttestKeyStore(), policy: .required))
+    _ = client.appAttest?.policy
+    guard provider.isSupported else { return Data() }
+    let keyId = try await provider.generateKey()
+    _ = try await provider.attestKey(keyId, clientDataHash: Data(repeating: 0, count: 32))
+    return try await provider.generateAssertion(keyId, clientDataHash: Data(repeating: 0, count: 32))
 }
 SWIFT
 "${swiftc[@]}" -typecheck -parse-as-library "$work/uses-glue.swift"
@@ -67,13 +91,21 @@ if [ ! -e "${blocks[0]}" ]; then
 fi
 "${swiftc[@]}" -typecheck -parse-as-library -warnings-as-errors "${blocks[@]}"
 
-# The check itself must be able to fail: a wrong label against the stub is an error.
+# The check itself must be able to fail: a wrong label against each stub is an error.
 cat > "$work/wrong-label.swift" <<'SWIFT'
 import StoreKit
 let wrong = Product.PurchaseOption.promotionalOffer(offerID: "offer", compactJWS: "a.b.c")
 SWIFT
-if "${swiftc[@]}" -typecheck "$work/wrong-label.swift" 2>/dev/null; then
-    echo "check-storekit: the stub accepted a wrong label; it no longer checks anything" >&2
-    exit 1
-fi
-echo "check-storekit: the StoreKit layer (${#kit[@]} OfferKit files) and ${#blocks[@]} docs block(s) type-check"
+cat > "$work/wrong-label-devicecheck.swift" <<'SWIFT'
+import DeviceCheck
+import Foundation
+func wrong() async throws -> Data { try await DCAppAttestService.shared.attestKey(keyID: "k", clientDataHash: Data()) }
+SWIFT
+for wrong in "$work/wrong-label.swift" "$work/wrong-label-devicecheck.swift"; do
+    if "${swiftc[@]}" -typecheck "$wrong" 2>/dev/null; then
+        echo "check-storekit: a stub accepted a wrong label ($(basename "$wrong")); it no longer checks anything" >&2
+        exit 1
+    fi
+done
+echo "check-storekit: the StoreKit layer and the App Attest provider (${#kit[@]} OfferKit files) and" \
+    "${#blocks[@]} docs block(s) type-check"

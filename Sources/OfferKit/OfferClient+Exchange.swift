@@ -6,20 +6,44 @@ import OfferAPI
 #endif
 
 extension OfferClient {
-    /// One request with its retries: the body of a 200, or the error the last attempt ended with.
-    func exchange(path: String, body: [UInt8]) async throws(OfferKitError) -> [UInt8] {
+    /// One request with its retries: the body of a `success` answer (200 by default), or the error the last
+    /// attempt ended with. With `attested` and an `AppAttest`, each attempt carries a new App Attest proof, and
+    /// one more attempt is made when a new key or a new challenge can succeed where the last failed.
+    func exchange(
+        path: String, body: [UInt8], attested: Bool = true, success: Int = 200
+    ) async throws(OfferKitError) -> [UInt8] {
         let request = makeRequest(path: path, body: body, idempotencyKey: UUID().uuidString.lowercased())
         let policy = RetryPolicy(options: options)
+        let appAttest = attested ? self.appAttest : nil
         var retry = 0
+        // App Attest's one more attempt, apart from the policy's retries: a 401 was refused before anything was
+        // signed, so it cannot sign twice.
+        var attestationRetried = false
         while true {
             // A cancelled caller has stopped waiting: a request sent now could be signed and counted for nothing.
             if Task.isCancelled { throw .transport(.cancelled) }
+            var sent = request
+            var proof: AppAttest.Proof?
+            if let appAttest {
+                do {
+                    proof = try await appAttestProof(appAttest, body: body)
+                } catch .appAttest(let error) where error.code == .invalidKey && !attestationRetried {
+                    // Apple refused the key (already dropped): attest a new one.
+                    attestationRetried = true
+                    continue
+                }
+                proof?.add(to: &sent)
+            }
             let outcome: RetryPolicy.Outcome
             let failure: OfferKitError
-            switch await attempt(request) {
+            switch await attempt(sent) {
             case .received(let status, let headers, let data):
-                if status == 200 { return data }
+                if status == success { return data }
                 failure = ResponseCheck.error(status: status, headers: headers, body: data)
+                if let appAttest, await appAttest.recover(after: failure, keyId: proof?.keyId), !attestationRetried {
+                    attestationRetried = true
+                    continue
+                }
                 outcome = .status(status, retryAfter: ResponseCheck.retryAfter(in: headers))
             case .refused(let problem):
                 throw .malformedResponse(problem)

@@ -16,7 +16,8 @@ import OfferAPI
 /// ```
 ///
 /// Every request carries a fresh `Idempotency-Key` (the same one on its retries); nothing is cached. Requests
-/// are retried only where that cannot sign twice (see `Options.maxRetries`).
+/// are retried only where that cannot sign twice (see `Options.maxRetries`). With an `AppAttest`, every attempt
+/// also carries a new App Attest assertion.
 public struct OfferClient: Sendable {
     /// The service's base URL; the API's paths (`/v1/...`) are appended to it.
     public let baseURL: URL
@@ -24,6 +25,8 @@ public struct OfferClient: Sendable {
     public let bundleId: String
     /// Timeouts, size cap and retries.
     public let options: Options
+    /// App Attest, when the app turned it on; `nil` sends requests without it.
+    public let appAttest: AppAttest?
     let session: URLSession
     let headers: [String: String]
     let sleeper: @Sendable (TimeInterval) async -> Void
@@ -34,24 +37,26 @@ public struct OfferClient: Sendable {
     ///   - headers: extra headers for every request, such as your own `Authorization`. OfferKit's own
     ///     `Content-Type`, `Accept` and `Idempotency-Key` win over a header of the same name.
     ///   - options: timeouts, response size cap and retries.
+    ///   - appAttest: App Attest for every request (see `AppAttest`); by default none.
     public init(
         baseURL: URL, bundleId: String, session: URLSession = OfferClient.defaultSession,
-        headers: [String: String] = [:], options: Options = Options()
+        headers: [String: String] = [:], options: Options = Options(), appAttest: AppAttest? = nil
     ) {
         self.init(
             baseURL: baseURL, bundleId: bundleId, session: session, headers: headers, options: options,
-            sleeper: { seconds in try? await Task.sleep(nanoseconds: Self.nanoseconds(seconds)) })
+            appAttest: appAttest, sleeper: { seconds in try? await Task.sleep(nanoseconds: Self.nanoseconds(seconds)) })
     }
 
     init(
         baseURL: URL, bundleId: String, session: URLSession, headers: [String: String], options: Options,
-        sleeper: @escaping @Sendable (TimeInterval) async -> Void
+        appAttest: AppAttest? = nil, sleeper: @escaping @Sendable (TimeInterval) async -> Void
     ) {
         self.baseURL = baseURL
         self.bundleId = bundleId
         self.session = session
         self.headers = headers
         self.options = options
+        self.appAttest = appAttest
         self.sleeper = sleeper
     }
 

@@ -5,9 +5,10 @@ import Foundation
 /// version of OfferKit.
 ///
 /// What to show: `notEligible` means the customer cannot have this offer (show the regular price or nothing);
-/// `rateLimited`, `serviceUnavailable` and `transport` are temporary (offer "try again"); every other case is
-/// a bug or a configuration mistake on your side or the service's: log it with `description` and show a
-/// generic failure.
+/// `rateLimited`, `serviceUnavailable` and `transport` are temporary (offer "try again"), and so are the App Attest
+/// failures `isTemporary` names; every other case is a bug or a configuration mistake on your side or the
+/// service's (or a device that cannot prove it runs your app): log it with `description` and show a generic
+/// failure.
 public enum OfferKitError: Error, Sendable, Equatable, CustomStringConvertible {
     /// 403 `not_eligible`: the customer does not meet the offer's rules or limits.
     case notEligible(reasons: [IneligibilityReason])
@@ -24,6 +25,19 @@ public enum OfferKitError: Error, Sendable, Equatable, CustomStringConvertible {
     /// 401 or 403 without the service's JSON error: something in front of the service (your gateway, a proxy)
     /// refused the request; check the `headers` the client sends.
     case accessDenied(status: Int)
+    /// 401 `attestation_required`: the service enforces App Attest for this app and the request carried no
+    /// attestation: the client has no `AppAttest`, or the device cannot attest (policy `.ifSupported`).
+    case attestationRequired(ServiceError)
+    /// 401 `attestation_invalid`: the service refused the request's App Attest assertion, or the key's
+    /// attestation; `reason` names the check (`unknown_key`, `revoked_key`, `bad_signature`,
+    /// `counter_not_increasing`, `challenge_expired`, `wrong_environment`, ...). OfferKit has already tried once
+    /// more where that can help (with a new key after `unknown_key` or `revoked_key`, with a new challenge after
+    /// `challenge_expired`, `challenge_unknown` or `counter_not_increasing`).
+    case attestationInvalid(ServiceError)
+    /// The device's App Attest gave no key, attestation or assertion, so nothing was sent for the request: the
+    /// device cannot attest and the `AppAttest` policy is `.required`, Apple's service could not be reached, or
+    /// Apple refused the key again after OfferKit replaced it.
+    case appAttest(AppAttestProviderError)
     /// 429: over the service's rate limit; `retryAfter` is the service's `Retry-After`, in seconds.
     case rateLimited(retryAfter: TimeInterval?)
     /// 503 (retried first, when safe) or another 5xx: the service or something in front of it failed.
@@ -35,11 +49,15 @@ public enum OfferKitError: Error, Sendable, Equatable, CustomStringConvertible {
     /// signature that does not match the request (another token, an unreadable Base64).
     case malformedResponse(String)
 
-    /// Whether trying again later may succeed (rate limit, service or network trouble).
+    /// Whether trying again later may succeed: rate limit, service or network trouble, Apple's App Attest service
+    /// out of reach, and an assertion that met an expired challenge or lost a race with another request's.
     public var isTemporary: Bool {
         switch self {
         case .rateLimited, .serviceUnavailable: return true
         case .transport(let error): return error.kind != .cancelled && error.kind != .badURL
+        case .appAttest(let error): return error.code == .serverUnavailable
+        case .attestationInvalid(let error):
+            return ["challenge_expired", "challenge_unknown", "counter_not_increasing"].contains(error.reason)
         default: return false
         }
     }
@@ -55,6 +73,9 @@ public enum OfferKitError: Error, Sendable, Equatable, CustomStringConvertible {
         case .unknownOffer(let error): return "unknown offer: \(error)"
         case .invalidRequest(let error): return "invalid request: \(error)"
         case .accessDenied(let status): return "access denied: HTTP \(status) from in front of the service"
+        case .attestationRequired(let error): return "attestation required: \(error)"
+        case .attestationInvalid(let error): return "attestation invalid: \(error)"
+        case .appAttest(let error): return "App Attest on the device: \(error)"
         case .rateLimited(let retryAfter):
             return "rate limited" + (retryAfter.map { ", retry after \(Int($0)) s" } ?? "")
         case .serviceUnavailable(let error, let retryAfter):
@@ -76,7 +97,8 @@ public struct ServiceError: Sendable, Equatable, CustomStringConvertible {
     public let message: String
     /// The request member at fault, when the service names one (`offerId`, `signedTransaction`, ...).
     public let field: String?
-    /// Which check of the signed data failed, with `untrusted_signed_data` (`bad_signature`, `expired`, ...).
+    /// Which check failed: of the signed data with `untrusted_signed_data` (`bad_signature`, `expired`, ...), of
+    /// the App Attest proof with `attestation_invalid` (`unknown_key`, `bad_signature`, ...).
     public let reason: String?
 
     /// An error as the service sent it.

@@ -28,6 +28,8 @@ enum ResponseCheck {
         case .untrustedSignedData: return .untrustedSignedData(error)
         case .unknownApp: return .unknownApp(error)
         case .unknownOffer: return .unknownOffer(error)
+        case .attestationRequired: return .attestationRequired(error)
+        case .attestationInvalid: return .attestationInvalid(error)
         default:
             if status == 429 { return .rateLimited(retryAfter: retryAfter) }
             if status >= 500 { return .serviceUnavailable(error, retryAfter: retryAfter) }

@@ -117,6 +117,17 @@ struct ErrorCase: Sendable, CustomTestStringConvertible {
             name: "404 HTML page (is the base URL right?)",
             answer: .text(404, "<html><body>Not Found</body></html>", headers: ["Content-Type": "text/html"]),
             expected: .malformedResponse("HTTP 404 without the service's JSON error (is the base URL right?)")),
+        ErrorCase(
+            name: "401 attestation_required", answer: answer(401, ErrorCode(rawValue: "attestation_required")),
+            expected: .attestationRequired(service(401, "attestation_required"))),
+        ErrorCase(
+            name: "401 attestation_invalid with its reason",
+            answer: answer(401, ErrorCode(rawValue: "attestation_invalid"), reason: "bad_signature"),
+            expected: .attestationInvalid(service(401, "attestation_invalid", reason: "bad_signature"))),
+        ErrorCase(
+            name: "401 attestation_invalid unknown_key to a client without App Attest: not tried again",
+            answer: answer(401, ErrorCode(rawValue: "attestation_invalid"), reason: "unknown_key"),
+            expected: .attestationInvalid(service(401, "attestation_invalid", reason: "unknown_key"))),
         ErrorCase(name: "401 from an auth proxy, no body", answer: .http(401), expected: .accessDenied(status: 401)),
         ErrorCase(
             name: "403 HTML page from a gateway",

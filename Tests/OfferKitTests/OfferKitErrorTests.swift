@@ -12,8 +12,12 @@ struct OfferKitErrorTests {
         status: 400, code: "untrusted_signed_data", message: "signedTransaction failed verification",
         field: "signedTransaction", reason: "bad_signature")
 
+    static func attestationInvalid(_ reason: String?) -> ServiceError {
+        ServiceError(status: 401, code: "attestation_invalid", message: "m", reason: reason)
+    }
+
     @Test(
-        "rate limits, service trouble and network trouble are temporary; cancellation and the rest are not",
+        "rate limits, service, network and passing App Attest trouble are temporary; cancellation and the rest are not",
         arguments: [
             (OfferKitError.rateLimited(retryAfter: 7), true), (.rateLimited(retryAfter: nil), true),
             (.serviceUnavailable(nil, retryAfter: nil), true),
@@ -31,6 +35,17 @@ struct OfferKitErrorTests {
             (.unknownOffer(ServiceError(status: 404, code: "unknown_offer", message: "m")), false),
             (.invalidRequest(ServiceError(status: 400, code: "invalid_request", message: "m")), false),
             (.malformedResponse("m"), false),
+            (.attestationRequired(ServiceError(status: 401, code: "attestation_required", message: "m")), false),
+            (.attestationInvalid(attestationInvalid("bad_signature")), false),
+            (.attestationInvalid(attestationInvalid("unknown_key")), false),
+            (.attestationInvalid(attestationInvalid(nil)), false),
+            (.attestationInvalid(attestationInvalid("challenge_expired")), true),
+            (.attestationInvalid(attestationInvalid("challenge_unknown")), true),
+            (.attestationInvalid(attestationInvalid("counter_not_increasing")), true),
+            (.appAttest(AppAttestProviderError(.serverUnavailable, "m")), true),
+            (.appAttest(AppAttestProviderError(.unsupported, "m")), false),
+            (.appAttest(AppAttestProviderError(.invalidKey, "m")), false),
+            (.appAttest(AppAttestProviderError(.failed, "m")), false),
         ])
     func isTemporary(error: OfferKitError, temporary: Bool) {
         #expect(error.isTemporary == temporary)
@@ -84,6 +99,21 @@ struct OfferKitErrorTests {
             ),
             (.malformedResponse("response body is empty"), "malformed response: response body is empty"),
             (.accessDenied(status: 403), "access denied: HTTP 403 from in front of the service"),
+            (
+                .attestationRequired(
+                    ServiceError(status: 401, code: "attestation_required", message: "App Attest is required")),
+                "attestation required: HTTP 401 attestation_required: App Attest is required"
+            ),
+            (
+                .attestationInvalid(
+                    ServiceError(
+                        status: 401, code: "attestation_invalid", message: "no such key", reason: "unknown_key")),
+                "attestation invalid: HTTP 401 attestation_invalid [unknown_key]: no such key"
+            ),
+            (
+                .appAttest(AppAttestProviderError(.serverUnavailable, "DCError.serverUnavailable")),
+                "App Attest on the device: server_unavailable: DCError.serverUnavailable"
+            ),
         ])
     func description(error: OfferKitError, text: String) {
         #expect(error.description == text)

@@ -55,6 +55,8 @@ struct SeenRequest: Sendable {
 final class StubService: Sendable {
     let host = "stub-\(UUID().uuidString.lowercased()).test"
     private let answers: [StubAnswer]
+    /// When set, answers every request in place of `answers`.
+    private let respond: (@Sendable (SeenRequest) -> StubAnswer)?
     private let seen = Mutex<[SeenRequest]>([])
 
     /// The retry waits the client asked for.
@@ -64,6 +66,15 @@ final class StubService: Sendable {
     init(_ answers: StubAnswer..., sleepLog: SleepLog = SleepLog()) {
         precondition(!answers.isEmpty, "a stub needs at least one answer")
         self.answers = answers
+        self.respond = nil
+        self.sleepLog = sleepLog
+        StubProtocol.register(self)
+    }
+
+    /// A stub whose answer to each request is `respond`'s (a fake service with routes and state of its own).
+    init(sleepLog: SleepLog = SleepLog(), respond: @escaping @Sendable (SeenRequest) -> StubAnswer) {
+        self.answers = []
+        self.respond = respond
         self.sleepLog = sleepLog
         StubProtocol.register(self)
     }
@@ -77,11 +88,12 @@ final class StubService: Sendable {
 
     /// A client of this service whose retry waits are recorded in `sleeps`. The client keeps the stub alive.
     func client(
-        path: String = "", headers: [String: String] = [:], options: OfferClient.Options = OfferClient.Options()
+        path: String = "", headers: [String: String] = [:], options: OfferClient.Options = OfferClient.Options(),
+        appAttest: AppAttest? = nil
     ) -> OfferClient {
         OfferClient(
             baseURL: baseURL(path: path), bundleId: Sample.bundleId, session: StubProtocol.session, headers: headers,
-            options: options, sleeper: { [self] seconds in await sleepLog.sleeper(seconds) })
+            options: options, appAttest: appAttest, sleeper: { [self] seconds in await sleepLog.sleeper(seconds) })
     }
 
     /// Every request received so far, in order.
@@ -92,10 +104,12 @@ final class StubService: Sendable {
 
     /// Records `request` and picks its answer.
     fileprivate func receive(_ request: SeenRequest) -> StubAnswer {
-        seen.withLock { requests in
+        let count = seen.withLock { requests in
             requests.append(request)
-            return answers[min(requests.count, answers.count) - 1]
+            return requests.count
         }
+        if let respond { return respond(request) }
+        return answers[min(count, answers.count) - 1]
     }
 }
 
