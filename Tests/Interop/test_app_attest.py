@@ -31,6 +31,7 @@ from support import (
     stop_servers,
     write_config,
 )
+from test_console import driver, screenshots  # noqa: F401 - fixtures
 from test_openapi import OpenAPI
 
 CONTRACT = OpenAPI(yaml.safe_load((REPO_ROOT / "openapi.yaml").read_text()))
@@ -288,3 +289,50 @@ def test_two_postgresql_replicas_take_one_assertion_once(tmp_path, signing_key, 
             assert statuses == [200, 401], [answer.body for answer in answers]
     finally:
         stop_servers(servers)
+
+
+def test_ops_read_the_attested_share_in_the_console(tmp_path, signing_key, ca, driver, screenshots):
+    """Report mode with the admin listener: the admin API and the console's Charts page show the share of attested
+    requests, why the rest were not, and the keys; what ops read before switching to enforce."""
+    from test_console import Console, Deployment, unexpected_errors
+
+    config = configure(tmp_path, signing_key, ca, f"sqlite:{tmp_path / 'ledger.sqlite'}", mode="report")
+    document = json.loads(config.read_text())
+    document["admin"] = {"listen": {"host": "127.0.0.1", "port": 0}, "sessionMinutes": 60}
+    config.write_text(json.dumps(document))
+    made = run_cli("admin", "token", "create", "--config", str(config), "--name", "ops", "--role", "viewer")
+    assert made.returncode == 0, made.stderr
+    token = made.stdout.strip()
+    server = Server.start(config, tmp_path, admin=True)
+    try:
+        device = Device(ca, TEAM_ID, BUNDLE_ID)
+        assert attest(server, device)["status"] == 201
+        for _ in range(6):
+            assert sign(server, device).status == 200
+        assert sign(server, None).status == 200
+        assert sign(server, Device(ca, TEAM_ID, BUNDLE_ID)).status == 200
+        view = server.admin().request("GET", f"/admin/v1/apps/{BUNDLE_ID}/app-attest",
+                                      headers={"Authorization": f"Bearer {token}"})
+        assert view.status == 200, view.body
+        admin_contract = OpenAPI(yaml.safe_load((REPO_ROOT / "admin-openapi.yaml").read_text()))
+        route = "/admin/v1/apps/{bundleId}/app-attest"
+        admin_contract.check(view, admin_contract.operation_response("GET", route, 200), "GET")
+        found = view.json()
+        assert found["mode"] == "report" and found["teamId"] == TEAM_ID
+        assert found["requests"] == {"total": 8, "valid": 6, "missing": 1, "refused": {"unknown_key": 1}}
+        assert found["attestedShare"] == pytest.approx(0.75)
+        assert found["keys"] == {"inForce": 1, "revoked": 0}
+        console = Console(driver, Deployment(server, token, tmp_path / "ledger.sqlite"), screenshots)
+        console.open()
+        console.sign_in(token)
+        console.go("charts")
+        card = console.find("#app-attest-card")
+        assert card.get_attribute("data-mode") == "report"
+        assert console.find("#app-attest-share").text == "75.0% attested"
+        assert "unknown_key 1" in console.find("#app-attest-refused").text
+        assert console.find("#app-attest-keys").text == "1 in force · 0 revoked"
+        console.screenshot("charts-app-attest")
+        problems = unexpected_errors(console.read_log(), {(401, "/admin/v1/session")})
+        assert not problems, problems
+    finally:
+        stop_servers([server])

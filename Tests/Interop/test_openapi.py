@@ -809,6 +809,7 @@ ADMIN_OPERATIONS = {
     ("GET", "/admin/v1/apps/{bundleId}/offers"),
     ("GET", "/admin/v1/apps/{bundleId}/offers/{offerId}/stats"),
     ("GET", "/admin/v1/apps/{bundleId}/offers/{offerId}/outcomes"),
+    ("GET", "/admin/v1/apps/{bundleId}/app-attest"),
     ("GET", "/admin/v1/apps/{bundleId}/offers/{offerId}/experiments/{experimentId}"),
     ("GET", "/admin/v1/decisions"),
     ("POST", "/admin/v1/simulate"),

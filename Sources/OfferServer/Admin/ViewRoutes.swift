@@ -3,7 +3,8 @@ import OfferCore
 import OfferStore
 
 /// What ops read about the service (viewer): the apps, their key IDs, their offers with state and figures, an
-/// offer's stats per day, its outcomes and its experiment's report (`OutcomeReports`), the recent decisions; and the simulation of a customer (editor), which signs and
+/// offer's stats per day, its outcomes and its experiment's report (`OutcomeReports`), App Attest's share of attested
+/// requests (`AppAttestOverview`), the recent decisions; and the simulation of a customer (editor), which signs and
 /// records nothing. The views are `CatalogOverview`, `RecentDecisions` and `Simulation`.
 struct ViewRoutes: AdminRouteSet {
     func routes(_ admin: AdminService) -> [Route] {
@@ -58,6 +59,13 @@ struct ViewRoutes: AdminRouteSet {
                 return Self.report(
                     format, json: report.json, csv: report.csv,
                     name: "\(report.offerId)-\(report.experiment.id)")
+            },
+            .admin("GET", "/admin/v1/apps/{bundleId}/app-attest", role: .viewer) { _, context in
+                let app = try Self.app(context)
+                let view = try StoreCall.read { () throws(LedgerError) in
+                    try AppAttestOverview.app(app, service: service)
+                }
+                return AdminJSON.response(view)
             },
             .admin("GET", "/admin/v1/decisions", role: .viewer) { request, context in
                 AdminJSON.response(service.recentDecisions.json(app: request.query["app"]))

@@ -1461,6 +1461,7 @@
     const experiments = await Promise.all(data.offers.map((offer) => (offer.experiment
       ? fetched(`/offers/${encodeURIComponent(offer.id)}/experiments/${encodeURIComponent(offer.experiment.id)}`)
       : Promise.resolve(null))));
+    const attest = await fetched('/app-attest');
     return (page) => {
       const choose = h('select', { id: 'chart-days' }, [7, 30, 90].map((n) => h('option', { value: String(n), text: `Last ${n} days`, selected: n === days })));
       choose.addEventListener('change', () => {
@@ -1468,6 +1469,7 @@
         render();
       });
       page.append(heading('Issued and redeemed', h('label', { class: 'inline-label' }, h('span', { class: 'visually-hidden', text: 'Days' }), choose)));
+      if (attest && !attest.error && attest.mode !== 'off') page.append(appAttestCard(attest));
       if (!data.offers.length) {
         page.append(h('div', { class: 'card empty', text: 'No offers yet.' }));
         return;
@@ -1535,6 +1537,40 @@
       class: `chart ${kind}`, viewBox: `0 0 ${width} ${height}`, role: 'img', preserveAspectRatio: 'xMidYMid meet',
       'aria-label': `${label}: ${total('issued')} issued and ${total('redeemed')} redeemed over ${daily.length} days`,
     }, grid, dayLabels, line('issued'), line('redeemed'), points);
+  }
+
+  // MARK: - App Attest
+
+  /**
+   * The app's App Attest: the share of its requests that carried a valid assertion (what tells when `enforce` is
+   * safe), why the others did not, and its keys. Counted by this process since it started; the metric
+   * offer_signer_app_attest_requests_total summed over replicas is the whole fleet's.
+   */
+  function appAttestCard(attest) {
+    const requests = attest.requests;
+    const share = attest.attestedShare;
+    const card = h('section', { class: 'card app-attest-card', id: 'app-attest-card', data: { mode: attest.mode } },
+      h('div', { class: 'offer-card-head' }, h('h3', { text: 'App Attest' }), badge(attest.mode)));
+    card.append(h('p', { class: 'app-attest-share' },
+      h('strong', { id: 'app-attest-share', text: share === null ? 'No requests yet' : `${localRate(share)} attested` }),
+      share === null ? null : ` · ${localCount(requests.valid)} of ${localCount(requests.total)} requests carried a valid assertion`));
+    const fill = h('div', { class: 'share-fill' });
+    // Through the CSSOM: the console's Content-Security-Policy refuses style attributes.
+    fill.style.width = `${share === null ? 0 : (share * 100).toFixed(1)}%`;
+    card.append(h('div', { class: 'share-bar', role: 'img', 'aria-label': share === null ? 'no requests yet' : `${localRate(share)} of requests attested` }, fill));
+    const reasons = Object.entries(requests.refused || {}).sort((a, b) => b[1] - a[1]);
+    const facts = h('dl', { class: 'experiment-facts' },
+      h('dt', { text: 'Without assertion' }), h('dd', { id: 'app-attest-missing', text: localCount(requests.missing) }),
+      h('dt', { text: attest.mode === 'enforce' ? 'Refused' : 'Would be refused' }),
+      h('dd', { id: 'app-attest-refused', text: reasons.length ? reasons.map(([reason, n]) => `${reason} ${localCount(n)}`).join(' · ') : '0' }),
+      h('dt', { text: 'Keys' }), h('dd', { id: 'app-attest-keys', text: `${localCount(attest.keys.inForce)} in force · ${localCount(attest.keys.revoked)} revoked` }),
+      h('dt', { text: 'Counted since' }), h('dd', { text: `${new Date(attest.since).toLocaleString()} (this replica)` }));
+    card.append(facts);
+    if (attest.mode === 'report') {
+      card.append(h('p', { class: 'muted', text: 'Report mode: every request is answered; enforce refuses those without a valid assertion. '
+        + 'Switch when the share stays near 100% across a release, the rest being old app versions you accept to refuse.' }));
+    }
+    return card;
   }
 
   // MARK: - Outcomes and experiments

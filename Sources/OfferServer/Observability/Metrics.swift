@@ -313,6 +313,21 @@ public final class Metrics: Sendable {
         return series.withLock { $0[family.index][key] ?? 0 }
     }
 
+    /// Every series of `family` whose labels include `filter`'s, with its labels by name.
+    public func series(
+        _ family: Family, where filter: [String: String] = [:]
+    ) -> [(labels: [String: String], value: Int)] {
+        series.withLock { $0[family.index] }.compactMap { key, value in
+            var labels: [String: String] = [:]
+            var index = 0
+            while index + 1 < key.parts.count {
+                labels[key.parts[index]] = key.parts[index + 1]
+                index += 2
+            }
+            return filter.allSatisfy { labels[$0.key] == $0.value } ? (labels, value) : nil
+        }
+    }
+
     /// Prometheus text exposition format 0.0.4.
     public func render() -> String {
         let snapshot = series.withLock { $0 }

@@ -21,6 +21,8 @@ public final class OfferService: Sendable {
     public let nonce: NonceSource
     public let metrics: Metrics
     public let log: Logger
+    /// When the service was made (Unix ms): what its in-process counts, such as App Attest's share, are counted since.
+    public let startedAt: Int64
     /// Subscriptions looked up at the App Store Server API, for apps with `appStoreServerAPI`: refreshes before
     /// decisions (`refreshAfterSeconds`) and any route that needs a customer's state from Apple (pass it on as
     /// `any SubscriptionLookup`). Made once, with the service; a reload updates it, keeping the clients (caches,
@@ -47,6 +49,7 @@ public final class OfferService: Sendable {
         self.nonce = nonce
         self.metrics = metrics
         self.log = log
+        startedAt = clock.now
         Self.publish(snapshot, to: metrics)
         let appStoreLookup = appStoreClient.map {
             AppStoreSubscriptionLookup(

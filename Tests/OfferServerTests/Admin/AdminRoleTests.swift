@@ -83,6 +83,7 @@ struct AdminRoleTests {
         RouteCase(
             "GET", "/admin/v1/apps/{bundleId}/offers/{offerId}/experiments/{experimentId}",
             path: "/admin/v1/apps/{bundleId}/offers/lapsed/experiments/none", role: .viewer),
+        RouteCase("GET", "/admin/v1/apps/{bundleId}/app-attest", role: .viewer),
         RouteCase("GET", "/admin/v1/decisions", role: .viewer),
         RouteCase(
             "POST", "/admin/v1/simulate", body: .object(["bundleId": .string(AdminFixture.bundleId)]), role: .editor),
