@@ -78,6 +78,18 @@ enum ConfigCheckCommand {
                     "  App Store Connect: key \(connect.keyId) of issuer \(connect.issuerId), \(connect.privateKeyFile) "
                         + "(loaded; Apple not contacted: `catalog check --app-store-connect` does)")
             }
+            if let attest = app.appAttest {
+                do {
+                    _ = try configuration.loadAppAttestTrust()
+                } catch {
+                    throw CommandError(error.description)
+                }
+                lines.append(
+                    "  App Attest: \(attest.mode.rawValue), App ID \(attest.appId(bundleId: app.bundleId)), "
+                        + "\(attest.environment.rawValue) keys, challenges good for \(attest.challengeSeconds) s"
+                        + (settings.trust.appAttestRootCertificateFiles.isEmpty
+                            ? " (Apple's App Attestation root)" : " (a TEST root replaces Apple's)"))
+            }
             let servedApp = catalog.apps[app.bundleId]?.definition ?? app
             if settings.catalog == .storage {
                 lines.append(

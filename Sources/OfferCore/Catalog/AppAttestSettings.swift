@@ -69,7 +69,11 @@ public struct AppAttestSettings: Sendable, Equatable {
         guard let text else { return nil }
         guard let value = Value(rawValue: text) else {
             let allowed = Value.allCases.map { "\"\($0.rawValue)\"" }.joined(separator: ", ")
-            errors.append(ConfigError(path: path, "expected one of \(allowed), found \"\(text)\""))
+            var message = "expected one of \(allowed), found \"\(text)\""
+            if let near = NameSuggestion.closest(to: text, among: Value.allCases.map(\.rawValue)) {
+                message += "; did you mean \"\(near)\"?"
+            }
+            errors.append(ConfigError(path: path, message))
             return nil
         }
         return value
