@@ -58,7 +58,7 @@ struct RouterTests {
         let fixture = try ServiceFixture()
         defer { fixture.remove() }
         let operations = try Self.documentedOperations()
-        #expect(operations.count == 11)
+        #expect(operations.count == 13)
         for (path, method) in operations {
             let response = try fixture.client.send(HTTPRequest(method: method, path: path))
             // POST routes are reached with no body: their handler refuses it; GET routes answer.

@@ -1554,10 +1554,11 @@
     card.append(h('p', { class: 'app-attest-share' },
       h('strong', { id: 'app-attest-share', text: share === null ? 'No requests yet' : `${localRate(share)} attested` }),
       share === null ? null : ` · ${localCount(requests.valid)} of ${localCount(requests.total)} requests carried a valid assertion`));
-    const fill = h('div', { class: 'share-fill' });
-    // Through the CSSOM: the console's Content-Security-Policy refuses style attributes.
-    fill.style.width = `${share === null ? 0 : (share * 100).toFixed(1)}%`;
-    card.append(h('div', { class: 'share-bar', role: 'img', 'aria-label': share === null ? 'no requests yet' : `${localRate(share)} of requests attested` }, fill));
+    const width = share === null ? 0 : share * 100;
+    card.append(s('svg', {
+      class: 'share-bar', viewBox: '0 0 100 4', preserveAspectRatio: 'none', role: 'img',
+      'aria-label': share === null ? 'no requests yet' : `${localRate(share)} of requests attested`,
+    }, s('rect', { class: 'bar-track', width: 100, height: 4 }), s('rect', { class: 'share-fill', width, height: 4 })));
     const reasons = Object.entries(requests.refused || {}).sort((a, b) => b[1] - a[1]);
     const facts = h('dl', { class: 'experiment-facts' },
       h('dt', { text: 'Without assertion' }), h('dd', { id: 'app-attest-missing', text: localCount(requests.missing) }),
