@@ -68,6 +68,24 @@ def _profile(profile: dict) -> list[str]:
     return lines + [""]
 
 
+def _attested(attested: dict | None, skipped: str | None) -> list[str]:
+    """How the attested request was counted, and its challenge's own figure."""
+    if skipped:
+        return [f"attested_jws: skipped ({skipped}).", ""]
+    if not attested:
+        return []
+    challenge = attested["challenge"]
+    return [
+        "attested_jws: `POST /v1/signatures/promotional-offer` with App Attest enforced (the three "
+        "`X-App-Attest-*` headers: an assertion verified, its challenge taken back and its counter raised in one "
+        f"{attested['storage']} transaction, the signature recorded in the same {attested['storage']} ledger), on a "
+        "server of its own. Each attested request needs a fresh challenge, a request of its own, kept out of the "
+        f"figure: {attested['method']}. A challenge alone (`POST {challenge['path']}`, a batch of "
+        f"{challenge['requests']}): {challenge['instructionsPerRequest']:,.0f} instructions per request.",
+        "",
+    ]
+
+
 def markdown(report: dict) -> str:
     settings = report.get("settings", {})
     endpoints = report.get("endpoints", {})
@@ -148,9 +166,11 @@ def markdown(report: dict) -> str:
             "|---|---:|---|---:|---:|",
         ]
         for key, row in instructions.get("ratios", {}).items():
-            lines.append(f"| {key} | {requests[key]['instructionsPerRequest']:,.0f} | {row['floor']} | "
+            storage = f" ({requests[key]['storage']})" if "storage" in requests[key] else ""
+            lines.append(f"| {key}{storage} | {requests[key]['instructionsPerRequest']:,.0f} | {row['floor']} | "
                          f"{row['floorInstructions']:,.0f} | {row['ratio']:.2f}× |")
         lines.append("")
+        lines += _attested(requests.get("attested_jws"), instructions.get("attestedSkipped"))
     elif "skipped" in instructions:
         lines += [f"Instructions (callgrind): skipped ({instructions['skipped']}).", ""]
     lines += _profile(report.get("profile", {}))
@@ -177,7 +197,7 @@ def markdown(report: dict) -> str:
     rows = report.get("targets", [])
     if rows:
         lines += [
-            "## Targets (issue 11)",
+            "## Targets (issue 11; App Attest)",
             "",
             "| target | measured | limit | |",
             "|---|---:|---:|---|",

@@ -27,6 +27,7 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import report as report_files  # Benchmarks/report.py: report.md and the charts
@@ -674,7 +675,7 @@ def ledger_scenarios(backend: str = "sqlite", name: str = "SQLite") -> list[Scen
 ALL_KEYS = [
     "livez", "promotional_jws", "promotional_legacy", "promotional_verified", "eligibility", "intro_eligibility",
     "sqlite_jws", "sqlite_limited", "postgresql_jws", "postgresql_limited", "retention", "retention_half",
-    "reports",
+    "reports", "attested_jws",
 ]
 
 
@@ -1349,32 +1350,47 @@ def callgrind_batch(port: int, scenario: Scenario, bodies: list[str], count: int
         connection.close()
 
 
+def callgrind_server(binary: str, config: Path, directory: Path, name: str) -> Server:
+    """The release server on `config` under callgrind, instrumentation off until asked; its dumps are
+    `directory`/callgrind.NAME*."""
+    out_base = directory / f"callgrind.{name}"
+    return Server(binary, config, directory,
+                  prefix=["valgrind", "--tool=callgrind", "--instr-atstart=no", f"--callgrind-out-file={out_base}"],
+                  startup_timeout=CALLGRIND_STARTUP_TIMEOUT)
+
+
+def instrumented(server: Server, directory: Path, name: str, label: str,
+                 work: Callable[[], object]) -> tuple[int, float]:
+    """Instrumentation on around `work()` (requests to `server`, made under callgrind with the `name` of
+    callgrind_server), then a dump: its total Ir, and the seconds `work` took."""
+    pid = str(server.process.pid)
+    before = set(directory.glob(f"callgrind.{name}*"))
+    run_command(["callgrind_control", "-i", "on", pid])
+    started = time.monotonic()
+    work()
+    elapsed = time.monotonic() - started
+    run_command(["callgrind_control", "-i", "off", pid])
+    run_command(["callgrind_control", "-d", pid])
+    dumps = sorted(set(directory.glob(f"callgrind.{name}*")) - before, key=lambda path: path.stat().st_mtime)
+    if not dumps:
+        raise BenchError(f"callgrind {label}: callgrind_control -d wrote no dump")
+    return callgrind_total(dumps[-1]), elapsed
+
+
 def callgrind_requests(binary: str, config: Path, directory: Path, plan: list[Scenario]) -> dict:
     """The release server under callgrind with instrumentation off; for each scenario of `plan`: a warm-up, then
     instrumentation on around a fixed batch of CALLGRIND_BATCH requests, a dump, and its Ir over the batch: the
     user-space instructions per request, all threads (the kernel's share is not counted)."""
-    out_base = directory / "callgrind.server"
-    server = Server(binary, config, directory,
-                    prefix=["valgrind", "--tool=callgrind", "--instr-atstart=no", f"--callgrind-out-file={out_base}"],
-                    startup_timeout=CALLGRIND_STARTUP_TIMEOUT)
-    pid = str(server.process.pid)
+    server = callgrind_server(binary, config, directory, "server")
     figures: dict = {}
     try:
         for scenario in plan:
             bodies = ([line for line in scenario.bodies.read_text(encoding="utf-8").splitlines() if line]
                       if scenario.bodies else [scenario.body] if scenario.body else [])
             callgrind_batch(server.port, scenario, bodies, CALLGRIND_WARMUP)
-            before = set(directory.glob("callgrind.server*"))
-            run_command(["callgrind_control", "-i", "on", pid])
-            started = time.monotonic()
-            callgrind_batch(server.port, scenario, bodies, CALLGRIND_BATCH)
-            elapsed = time.monotonic() - started
-            run_command(["callgrind_control", "-i", "off", pid])
-            run_command(["callgrind_control", "-d", pid])
-            dumps = sorted(set(directory.glob("callgrind.server*")) - before, key=lambda path: path.stat().st_mtime)
-            if not dumps:
-                raise BenchError(f"callgrind {scenario.label}: callgrind_control -d wrote no dump")
-            instructions = callgrind_total(dumps[-1])
+            instructions, elapsed = instrumented(
+                server, directory, "server", scenario.label,
+                lambda: callgrind_batch(server.port, scenario, bodies, CALLGRIND_BATCH))
             figures[scenario.key] = {
                 "requests": CALLGRIND_BATCH,
                 "instructionsPerRequest": instructions / CALLGRIND_BATCH,
@@ -1386,6 +1402,159 @@ def callgrind_requests(binary: str, config: Path, directory: Path, plan: list[Sc
         raise
     server.stop_cleanly("the server under callgrind")
     return figures
+
+
+# ---------------------------------------------------------------------------------------------
+# An attested signature (App Attest): the request's assertion checked, its challenge taken back, its counter raised
+
+ATTESTED_TEAM_ID = "ABCDE12345"
+# The independent device maker of the interop tests (cbor2 and cryptography, from Apple's documented layout).
+APP_ATTEST_MAKER = Path(__file__).resolve().parent.parent / "Tests" / "Interop" / "appattest_device.py"
+# A challenge lives this long (the most the config takes): run B's first challenge waits for 2N requests under
+# callgrind before its assertion is sent.
+ATTESTED_CHALLENGE_SECONDS = 600
+CHALLENGE_PATH = "/v1/app-attest/challenge"
+PROMOTIONAL_PATH = "/v1/signatures/promotional-offer"
+
+
+def app_attest_missing() -> str | None:
+    """Why attestations and assertions cannot be made here, or None."""
+    import importlib.util
+
+    if not APP_ATTEST_MAKER.exists():
+        return f"{APP_ATTEST_MAKER.relative_to(APP_ATTEST_MAKER.parents[3])} is not there"
+    missing = [name for name in ("cbor2", "cryptography") if importlib.util.find_spec(name) is None]
+    if missing:
+        return (f"{sys.executable} has no {' or '.join(missing)} (pip install -r Benchmarks/requirements.txt into "
+                "the venv that runs this script)")
+    return None
+
+
+def attested_deployment(binary: str, directory: Path, config_path: Path) -> tuple[Path, object]:
+    """The first server's app with App Attest enforced on a SQLite ledger of its own (`attested.sqlite`: the
+    challenges, the keys and their counters, and the signatures), trusting a private App Attestation root and its
+    receipt root beside the test root. Returns the config and the CA (appattest_device.AppAttestCA) its devices are
+    attested by."""
+    if str(APP_ATTEST_MAKER.parent) not in sys.path:
+        sys.path.insert(0, str(APP_ATTEST_MAKER.parent))
+    from appattest_device import AppAttestCA
+
+    ca = AppAttestCA()
+    trust = directory / "app-attest"
+    trust.mkdir(exist_ok=True)
+    ca.write_root_pem(trust / "root.pem")
+    ca.write_receipt_root_pem(trust / "receipt-root.pem")
+    config = json.loads(config_path.read_text(encoding="utf-8"))
+    config["storage"] = "sqlite:attested.sqlite"
+    config["trust"]["rootCertificates"].append("app-attest/receipt-root.pem")
+    config["trust"]["appAttestRootCertificates"] = ["app-attest/root.pem"]
+    config["apps"][0]["appAttest"] = {"mode": "enforce", "teamId": ATTESTED_TEAM_ID,
+                                      "challengeSeconds": ATTESTED_CHALLENGE_SECONDS}
+    path = directory / "offer-signer-attested.json"
+    path.write_text(json.dumps(config, indent=2) + "\n", encoding="utf-8")
+    run_command([binary, "config", "check", "--config", str(path)])
+    return path, ca
+
+
+class AttestedClient:
+    """One device with its App Attest key, talking to the server on one keep-alive connection: challenges asked
+    for, the key attested once, and promotional-offer requests for the open offer, each with its own challenge and
+    an assertion whose counter is one above the last. Every answer must be the expected 200 (201 for the key)."""
+
+    def __init__(self, port: int, ca: object):
+        from appattest_device import Device
+
+        self.connection = http.client.HTTPConnection(HOST, port, timeout=60)
+        self.device = Device(ca, ATTESTED_TEAM_ID, BUNDLE_ID)
+        # The body the assertion covers, byte for byte: promotional_jws's.
+        self.body = json.dumps({"bundleId": BUNDLE_ID, "productId": PRODUCT_ID, "offerId": OPEN_OFFER},
+                               separators=(",", ":")).encode()
+        self.answered = 0  # attested requests answered with a JWS
+
+    def post(self, path: str, body: bytes, headers: dict[str, str] | None = None, status: int = 200) -> dict:
+        self.connection.request("POST", path, body=body, headers={"Content-Type": "application/json",
+                                                                  **(headers or {})})
+        response = self.connection.getresponse()
+        raw = response.read()
+        if response.status != status:
+            raise BenchError(f"callgrind attested_jws: POST {path}: status {response.status} (expected {status}): "
+                             f"{raw[:300]!r}")
+        return json.loads(raw)
+
+    def challenges(self, count: int) -> list[str]:
+        """`count` fresh challenges, one request each."""
+        body = json.dumps({"bundleId": BUNDLE_ID}).encode()
+        return [self.post(CHALLENGE_PATH, body)["challenge"] for _ in range(count)]
+
+    def attest(self) -> None:
+        """The key attested over a fresh challenge (once, before any assertion)."""
+        from appattest_device import attestation_client_data_hash
+
+        challenge = self.challenges(1)[0]
+        attestation = self.device.attestation(attestation_client_data_hash(challenge))
+        self.post("/v1/app-attest/keys", json.dumps({
+            "bundleId": BUNDLE_ID, "keyId": self.device.key_id_b64, "challenge": challenge,
+            "attestation": base64.b64encode(attestation).decode()}).encode(), status=201)
+
+    def sign(self, challenges: list[str]) -> None:
+        """One attested signature request per challenge, in turn; each answer a JWS for the open offer."""
+        from appattest_device import attest_headers
+
+        for challenge in challenges:
+            data = self.post(PROMOTIONAL_PATH, self.body, attest_headers(self.device, challenge, self.body))
+            parts = data.get("compactJWS", "").split(".")
+            if len(parts) != 3 or b64url_json(parts[1]).get("offerIdentifier") != OPEN_OFFER:
+                raise BenchError(f"callgrind attested_jws: no JWS for {OPEN_OFFER} in the answer: {data}")
+            self.answered += 1
+
+    def close(self) -> None:
+        self.connection.close()
+
+
+def callgrind_attested(binary: str, directory: Path, config_path: Path) -> dict:
+    """Instructions per attested signature request, on its own server under callgrind (App Attest enforced, SQLite).
+
+    A challenge is a request of its own, asked for before each attested request: kept out of the figure by two runs
+    that differ only in the attested requests. Both ask for 2N challenges (N = CALLGRIND_BATCH), then run A sends N
+    attested requests and run B 2N: (Ir(B) - Ir(A)) / N is one attested request, start and stop of instrumentation
+    excluded. A batch of N challenges alone, over N, is the challenge's own figure (as the other scenarios are
+    measured). After the key's attestation and a warm-up, all on one keep-alive connection; after the stop, the
+    ledger (read with Python's sqlite3) must hold one signature per attested request answered."""
+    config, ca = attested_deployment(binary, directory, config_path)
+    count = CALLGRIND_BATCH
+    label = "attested_jws"
+    server = callgrind_server(binary, config, directory, "attested")
+    try:
+        client = AttestedClient(server.port, ca)
+        try:
+            client.attest()
+            client.sign(client.challenges(CALLGRIND_WARMUP))
+            challenges, _ = instrumented(server, directory, "attested", label, lambda: client.challenges(count))
+            run_a, _ = instrumented(server, directory, "attested", label,
+                                    lambda: client.sign(client.challenges(2 * count)[:count]))
+            run_b, elapsed = instrumented(server, directory, "attested", label,
+                                          lambda: client.sign(client.challenges(2 * count)))
+        finally:
+            client.close()
+    except BaseException:
+        server.abort()
+        raise
+    server.stop_cleanly("the attested server under callgrind")
+    rows = ledger_rows(directory / "attested.sqlite")
+    if rows != client.answered:
+        raise BenchError(f"callgrind attested_jws: the ledger holds {rows} signatures for {client.answered} "
+                         "attested requests answered")
+    per_request = (run_b - run_a) / count
+    print(f"  POST promotional-offer JWS, App Attest, SQLite: {per_request:,.0f} instructions per attested request; "
+          f"a challenge {challenges / count:,.0f}", flush=True)
+    return {
+        "requests": count,
+        "instructionsPerRequest": per_request,
+        "storage": "SQLite",
+        "method": f"(Ir(2N challenges + 2N attested) - Ir(2N challenges + N attested)) / N, N = {count}",
+        "secondsUnderCallgrind": elapsed,
+        "challenge": {"path": CHALLENGE_PATH, "requests": count, "instructionsPerRequest": challenges / count},
+    }
 
 
 # ---------------------------------------------------------------------------------------------
@@ -1483,14 +1652,16 @@ def perf_profile(args: argparse.Namespace, binary: str, config: Path, directory:
 def instruction_ratios(requests: dict, floor: dict) -> dict:
     """Each scenario's instructions per request over its floor: bare HTTP (`/livez`) for /livez; one ES256 signature
     + bare HTTP for the JWS; one signature + two verifications (the transaction's and the renewal info's) + bare HTTP
-    for the verified request."""
+    for the verified request; one signature + one verification (the assertion's) + bare HTTP for the attested
+    request."""
     if "livez" not in requests:
         return {}
     http_ir = requests["livez"]["instructionsPerRequest"]
     sign = floor["sign"]["instructions"]
     verify = floor["verify"]["instructions"]
     floors = {"livez": ("bare HTTP", http_ir), "promotional_jws": ("sign + bare HTTP", sign + http_ir),
-              "promotional_verified": ("sign + 2 verify + bare HTTP", sign + 2 * verify + http_ir)}
+              "promotional_verified": ("sign + 2 verify + bare HTTP", sign + 2 * verify + http_ir),
+              "attested_jws": ("sign + verify + bare HTTP", sign + verify + http_ir)}
     ratios = {}
     for key, (name, value) in floors.items():
         if key in requests:
@@ -1607,8 +1778,13 @@ def cpu_floor_ratios(results: dict, crypto: dict) -> dict:
     }
 
 
-def targets(results: dict, cpu_floors: dict) -> list[dict]:
-    """Issue 11's targets (benchmarks, not tests), each with the figure measured and whether it is met."""
+# An attested request's instructions over its floor (sign + verify + bare HTTP), at most.
+ATTESTED_TARGET = 1.4
+
+
+def targets(results: dict, cpu_floors: dict, instructions: dict) -> list[dict]:
+    """Issue 11's targets (benchmarks, not tests), and App Attest's attested request's, each with the figure
+    measured and whether it is met."""
     rows = []
 
     def add(name: str, figure: float | None, limit: float, text: str) -> None:
@@ -1640,6 +1816,10 @@ def targets(results: dict, cpu_floors: dict) -> list[dict]:
     if len(split) >= 2 and split[0] > 0:
         add("the two busiest threads' difference, signed JWS (1 - second/first)", 1 - split[1] / split[0], 0.2,
             f"{split[0]:.2f} and {split[1]:.2f} cores ({1 - split[1] / split[0]:.0%})")
+    attested = instructions.get("ratios", {}).get("attested_jws")
+    if attested:
+        add(f"instructions per attested request, App Attest on SQLite / ({attested['floor']})", attested["ratio"],
+            ATTESTED_TARGET, f"{attested['ratio']:.2f}x")
     return rows
 
 
@@ -1674,7 +1854,8 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
         "--only",
         type=lambda text: [key.strip() for key in text.split(",") if key.strip()],
         help="run only these scenarios, comma-separated keys (" + ", ".join(ALL_KEYS) + "); livez, the baseline, "
-        "always runs, and a ledger's share needs promotional_jws in the same run",
+        "always runs, a ledger's share needs promotional_jws in the same run, and attested_jws is counted under "
+        "callgrind only",
     )
     args = parser.parse_args(argv)
     if args.only is not None:
@@ -1816,8 +1997,16 @@ def main(argv: list[str]) -> int:
                 try:
                     floor = crypto_floor(args.crypto_bin, directory, signed_transaction)
                     requests = callgrind_requests(binary, config_path, directory, callgrind_plan)
+                    # An attested signature: its own server (App Attest enforced, SQLite), its own method.
+                    attested_missing = app_attest_missing() if "attested_jws" in chosen else None
+                    if attested_missing:
+                        print(f"  attested_jws skipped: {attested_missing}", flush=True)
+                    elif "attested_jws" in chosen:
+                        requests["attested_jws"] = callgrind_attested(binary, directory, config_path)
                     instructions = {"floor": floor, "requests": requests,
                                     "ratios": instruction_ratios(requests, floor)}
+                    if attested_missing:
+                        instructions["attestedSkipped"] = attested_missing
                 except BenchError as error:
                     print(f"warning: callgrind failed, instruction counts left out: {error}", file=sys.stderr)
                     instructions = {"skipped": f"failed: {str(error)[:2000]}"}
@@ -1886,9 +2075,9 @@ def main(argv: list[str]) -> int:
         for line in report_scenario.describe(reports):
             print(f"  {line}")
     print_floors(crypto, cpu_floors, instructions, peer)
-    target_rows = targets(results, cpu_floors)
+    target_rows = targets(results, cpu_floors, instructions)
     if target_rows:
-        print("\ntargets (issue 11):")
+        print("\ntargets (issue 11; App Attest):")
         for row in target_rows:
             print(f"  {'met   ' if row['met'] else 'MISSED'} {row['target']}: {row['text']} (limit {row['limit']:.3g})")
     if server_stderr.strip():
@@ -1953,9 +2142,16 @@ def print_floors(crypto: dict, cpu_floors: dict, instructions: dict, peer: dict)
               f"({floor['sign']['perSecondOneCore']:.0f}/s on one core), verify {floor['verify']['instructions']:,.0f} "
               f"({floor['verify']['perSecondOneCore']:.0f}/s)")
         for key, row in instructions["ratios"].items():
-            per_request = instructions["requests"][key]["instructionsPerRequest"]
-            print(f"  {key}: {per_request:,.0f} per request = {row['ratio']:.2f}x ({row['floor']}: "
-                  f"{row['floorInstructions']:,.0f})")
+            measured = instructions["requests"][key]
+            print(f"  {key}: {measured['instructionsPerRequest']:,.0f} per request = {row['ratio']:.2f}x "
+                  f"({row['floor']}: {row['floorInstructions']:,.0f})"
+                  + (f"; {measured['storage']} (the challenge taken and the counter raised in one transaction, "
+                     "the signature recorded)" if "storage" in measured else ""))
+            if "challenge" in measured:
+                print(f"  {key}'s challenge, POST {measured['challenge']['path']} (apart, not in the figure above): "
+                      f"{measured['challenge']['instructionsPerRequest']:,.0f} per request")
+        if "attestedSkipped" in instructions:
+            print(f"  attested_jws: skipped: {instructions['attestedSkipped']}")
     elif "skipped" in instructions:
         print(f"instructions (callgrind): skipped: {instructions['skipped']}")
     if "ratios" in peer:

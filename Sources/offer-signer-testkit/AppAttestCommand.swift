@@ -9,13 +9,14 @@ import OfferTesting
 /// assertions made with it, so app teams' tests and ours meet (or miss on purpose) every App Attest check.
 enum AppAttestCommand {
     static func run(_ arguments: ArraySlice<String>) throws -> Int32 {
-        guard let word = arguments.first else { throw UsageError("name what to do: ca, attest or assert") }
+        guard let word = arguments.first else { throw UsageError("name what to do: ca, key, attest or assert") }
         let rest = arguments.dropFirst()
         switch word {
         case "ca": return try makeAuthority(rest)
+        case "key": return try key(rest)
         case "attest": return try attest(rest)
         case "assert": return try assert(rest)
-        default: throw UsageError("unknown app-attest command \"\(word)\" (ca, attest or assert)")
+        default: throw UsageError("unknown app-attest command \"\(word)\" (ca, key, attest or assert)")
         }
     }
 
@@ -36,20 +37,25 @@ enum AppAttestCommand {
         return 0
     }
 
+    /// `key --key FILE`: the device key FILE (made unless it exists) and its ID, as `generateKey` gives it.
+    static func key(_ arguments: ArraySlice<String>) throws -> Int32 {
+        let options = try Arguments(arguments, valued: ["key"])
+        try options.noPositionals()
+        Console.out(try device(options).keyIdText)
+        return 0
+    }
+
     static let flaws = ["nonce", "app", "counter", "environment", "receipt"]
 
     static func attest(_ arguments: ArraySlice<String>) throws -> Int32 {
         let options = try Arguments(
-            arguments, valued: ["ca", "key", "team-id", "bundle-id", "challenge", "environment", "flaw"])
+            arguments,
+            valued: ["ca", "key", "team-id", "bundle-id", "challenge", "client-data-hash", "environment", "flaw"])
         try options.noPositionals()
         let authority = try TestAppAttestAuthority(directory: try options.required("ca"))
         let device = try device(options)
         let bundleId = try options.required("bundle-id")
-        let challenge = try options.required("challenge")
-        guard let bytes = AppAttestChallenge.bytes(challenge) else {
-            throw UsageError(
-                "--challenge must be a challenge from POST /v1/app-attest/challenge (43 Base64URL characters)")
-        }
+        let (challenge, clientDataHash) = try clientData(options) { AppAttestChallenge.attestationClientDataHash($0) }
         let environment = try environment(options["environment"])
         var flaws = TestAppAttestAuthority.Flaws()
         switch options["flaw"] {
@@ -63,21 +69,21 @@ enum AppAttestCommand {
             throw UsageError("unknown --flaw \"\(other)\" (\(Self.flaws.joined(separator: ", ")))")
         }
         let attestation = try authority.attestation(
-            of: device, appId: try appId(options), clientDataHash: AppAttestChallenge.attestationClientDataHash(bytes),
-            environment: environment, flaws: flaws, now: SystemClock.nowMilliseconds() / 1000)
+            of: device, appId: try appId(options), clientDataHash: clientDataHash, environment: environment,
+            flaws: flaws, now: SystemClock.nowMilliseconds() / 1000)
         let body = AppAttestKeyRequest(
-            bundleId: bundleId, keyId: device.keyIdText, attestation: Base64.encode(attestation), challenge: challenge)
+            bundleId: bundleId, keyId: device.keyIdText, attestation: Base64.encode(attestation),
+            challenge: challenge ?? "")
         Console.out(String(decoding: body.jsonBytes, as: UTF8.self))
         return 0
     }
 
     static func assert(_ arguments: ArraySlice<String>) throws -> Int32 {
         let options = try Arguments(
-            arguments, valued: ["key", "team-id", "bundle-id", "challenge", "body", "counter"])
+            arguments, valued: ["key", "team-id", "bundle-id", "challenge", "body", "client-data-hash", "counter"])
         try options.noPositionals()
         let device = try device(options, create: false)
         let keyPath = try options.required("key")
-        let body = try readFile(try options.required("body"))
         let counterPath = keyPath + ".counter"
         let counter: UInt32
         if let text = options["counter"] {
@@ -89,13 +95,42 @@ enum AppAttestCommand {
             let last = (try? readFile(counterPath)).flatMap { UInt32(String(decoding: $0, as: UTF8.self)) } ?? 0
             counter = last + 1
         }
-        let headers = try device.headers(
-            body: body, challenge: try options.required("challenge"), appId: try appId(options), counter: counter)
+        let body = try options["body"].map(readFile)
+        let (challenge, clientDataHash) = try clientData(options) { bytes in
+            AppAttestProof.clientDataHash(challenge: bytes, body: body ?? [])
+        }
+        if challenge != nil && body == nil { throw UsageError("--challenge needs --body, the request's body file") }
+        let assertion = try device.assertion(
+            clientDataHash: clientDataHash, appId: try appId(options), counter: counter)
         try replaceFile(counterPath, contents: Array(String(counter).utf8))
+        var answer: [String: JSONValue] = ["X-App-Attest-Key-Id": .string(device.keyIdText)]
+        answer["X-App-Attest-Assertion"] = .string(Base64.encode(assertion))
+        if let challenge { answer["X-App-Attest-Challenge"] = .string(challenge) }
         var writer = JSONWriter()
-        writer.value(.object(headers.mapValues(JSONValue.string)))
+        writer.value(.object(answer))
         Console.out(String(decoding: writer.bytes, as: UTF8.self))
         return 0
+    }
+
+    /// The client data hash to attest or assert over: made from `--challenge` by `hash` (a device's app does that),
+    /// or given as it is with `--client-data-hash HEX` (for a client under test that makes it itself); one of the two.
+    static func clientData(
+        _ options: Arguments, _ hash: ([UInt8]) -> [UInt8]
+    ) throws -> (challenge: String?, clientDataHash: [UInt8]) {
+        switch (options["challenge"], options["client-data-hash"]) {
+        case (let challenge?, nil):
+            guard let bytes = AppAttestChallenge.bytes(challenge) else {
+                throw UsageError(
+                    "--challenge must be a challenge from POST /v1/app-attest/challenge (43 Base64URL characters)")
+            }
+            return (challenge, hash(bytes))
+        case (nil, let text?):
+            guard let bytes = Hex.decode(text), bytes.count == 32 else {
+                throw UsageError("--client-data-hash must be 64 hexadecimal digits (a SHA-256)")
+            }
+            return (nil, bytes)
+        default: throw UsageError("give --challenge C or --client-data-hash HEX, one of the two")
+        }
     }
 
     /// The device's key from `--key`: made and written there when the file does not exist (for `attest`).

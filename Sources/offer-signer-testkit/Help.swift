@@ -21,24 +21,32 @@ enum Help {
 
     static let appAttest = """
         Usage: offer-signer-testkit app-attest ca --out DIR
-               offer-signer-testkit app-attest attest --ca DIR --key FILE --team-id T --bundle-id B --challenge C
-                   [--environment production|development] [--flaw nonce|app|counter|environment|receipt]
-               offer-signer-testkit app-attest assert --key FILE --team-id T --bundle-id B --challenge C --body FILE
-                   [--counter N]
+               offer-signer-testkit app-attest key --key FILE
+               offer-signer-testkit app-attest attest --ca DIR --key FILE --team-id T --bundle-id B
+                   (--challenge C | --client-data-hash HEX) [--environment production|development]
+                   [--flaw nonce|app|counter|environment|receipt]
+               offer-signer-testkit app-attest assert --key FILE --team-id T --bundle-id B
+                   (--challenge C --body FILE | --client-data-hash HEX) [--counter N]
 
         Does what Apple's App Attest service and a device do, with a private CA, so tests can attest keys and
         assert requests (apps[].appAttest) without a device.
 
           ca       writes the CA to DIR: root.cer (list it in trust.appAttestRootCertificates; tests only),
                    receipt-root.cer (add it to trust.rootCertificates), and the keys that sign.
-          attest   makes the device key FILE (PKCS#8, mode 0600) unless it exists, and prints the JSON body of
-                   POST /v1/app-attest/keys: the key's attestation over challenge C (from POST
+          key      makes the device key FILE (PKCS#8, mode 0600) unless it exists and prints its key ID, as
+                   DCAppAttestService.generateKey does.
+          attest   makes the device key FILE unless it exists, and prints the JSON body of POST
+                   /v1/app-attest/keys: the key's attestation over challenge C (from POST
                    /v1/app-attest/challenge). --flaw breaks one check on purpose: the nonce, the App ID, the
                    counter (1), the environment's AAGUID, or the receipt's type.
           assert   prints the request's three headers (X-App-Attest-Key-Id, X-App-Attest-Challenge,
                    X-App-Attest-Assertion) as a JSON object: an assertion over a fresh challenge C and the exact
                    bytes of the body file. The counter is N, or one more than the last one used with FILE (kept
                    in FILE.counter).
+        With --client-data-hash (the SHA-256 a client made itself, as it passes to attestKey or
+        generateAssertion) in place of --challenge, attest and assert sign that hash as given, for a client
+        under test that does its own hashing (OfferKit's AppAttest over a provider that runs these commands);
+        assert then prints no X-App-Attest-Challenge.
         """
 
     static let simulateCampaign = """

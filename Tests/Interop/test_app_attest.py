@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import base64
 import json
+import os
 import re
 from pathlib import Path
 
@@ -334,5 +335,49 @@ def test_ops_read_the_attested_share_in_the_console(tmp_path, signing_key, ca, d
         console.screenshot("charts-app-attest")
         problems = unexpected_errors(console.read_log(), {(401, "/admin/v1/session")})
         assert not problems, problems
+    finally:
+        stop_servers([server])
+
+
+def test_offerkit_attests_and_asserts_against_the_real_binary(tmp_path, signing_key):
+    """OfferKit's AppAttest end to end: the example package (Examples/OfferKitDemo, as an app builds it) with a device
+    the test kit plays through `--client-data-hash` (OfferKit makes every hash itself), against a service that
+    enforces App Attest: the key is attested once, each request asserted over a fresh challenge, and the service
+    counts them valid. Then the key is revoked: OfferKit attests a new one and its request still succeeds."""
+    from test_offerkit_example import run_demo, steps
+
+    demo = Path(os.environ.get("OFFERKIT_DEMO_BIN", REPO_ROOT / "Examples" / "OfferKitDemo" / ".build" / "debug"
+                               / "offerkit-demo"))
+    assert demo.exists(), f"{demo} is missing: `make test` builds it"
+    kit = tmp_path / "kit-ca"
+    assert run_testkit("app-attest", "ca", "--out", str(kit)).returncode == 0
+    config = write_config(tmp_path / "demo.json", [signing_key], appAttest={"mode": "enforce", "teamId": TEAM_ID})
+    document = json.loads(config.read_text())
+    document["trust"] = {"rootCertificates": [str(kit / "receipt-root.cer")],
+                         "appAttestRootCertificates": [str(kit / "root.cer")]}
+    document["storage"] = f"sqlite:{tmp_path / 'demo.sqlite'}"
+    config.write_text(json.dumps(document))
+    server = Server.start(config, tmp_path)
+    testkit = os.environ.get("OFFER_SIGNER_TESTKIT_BIN") or str(Path(os.environ["OFFER_SIGNER_BIN"]).parent
+                                                                / "offer-signer-testkit")
+    device = ["--app-attest-testkit", testkit, "--app-attest-ca", str(kit), "--team-id", TEAM_ID]
+    try:
+        key = tmp_path / "device.p8"
+        result = run_demo(demo, "--url", server.base_url, "--bundle-id", BUNDLE_ID, "--product", PRODUCT_MONTHLY,
+                          "--offer", OFFER_OPEN, "--json", "--app-attest-key", str(key), *device)
+        out = steps(result)
+        assert jws_verifies(out["jws"]["compactJWS"], signing_key.public_key)
+        # The listing, the JWS and the legacy signature: three requests, each asserted once, all valid.
+        assert metric(server, "valid") == 3 and metric(server, "missing") == 0
+        listed = keys(config)
+        assert listed.count(BUNDLE_ID) == 1 and "counter 3" in listed, listed
+        # A revoked key: the service says so, OfferKit attests a new key (a new key file here, as a device
+        # makes a new key) and the request goes through.
+        key_id = run_testkit("app-attest", "key", "--key", str(key)).stdout.strip()
+        assert run_cli("ledger", "app-attest-revoke", "--key-id", key_id, "--config", str(config)).returncode == 0
+        again = run_demo(demo, "--url", server.base_url, "--bundle-id", BUNDLE_ID, "--product", PRODUCT_MONTHLY,
+                         "--offer", OFFER_OPEN, "--json", "--app-attest-key", str(tmp_path / "device-2.p8"), *device)
+        assert steps(again)["jws"]["offerId"] == OFFER_OPEN
+        assert keys(config).count("in force") == 1
     finally:
         stop_servers([server])

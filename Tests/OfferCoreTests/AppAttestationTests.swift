@@ -139,4 +139,28 @@ struct AppAttestationTests {
         // A few dozen of the receipt's 3,977 bytes are not under Apple's signature.
         #expect(wrapper < 25, "\(wrapper) bytes of the receipt's wrapper accepted")
     }
+
+    @Test("an assertion verifies with the key parsed once; the cache starts again when full, and refuses no point")
+    func keyCache() throws {
+        let devices = try (0..<3).map { _ in try TestAppAttestDevice.make() }
+        let cache = AttestedKeyCache(capacity: 2)
+        let points = try devices.map { try #require(try $0.key.publicKey.p256Point) }
+        let first = try #require(cache.key(points[0]))
+        #expect(cache.key(points[0]) === first && cache.count == 1)
+        _ = cache.key(points[1])
+        _ = cache.key(points[2])
+        #expect(cache.count == 1 && cache.key(points[0]) !== first)
+        #expect(cache.key([0x04] + Array(repeating: 1, count: 64)) == nil)
+        let key = AttestedKey(keyId: devices[0].keyId, publicKey: points[0], receipt: [], environment: .production)
+        let hash = SHA256.hash(Array("body".utf8))
+        let assertion = try devices[0].assertion(clientDataHash: hash, appId: "T.b", counter: 3)
+        #expect(
+            try AppAttestation.verifyAssertion(
+                assertion, clientDataHash: hash, key: key, appId: "T.b", previousCounter: 2, keys: cache) == 3)
+        let other = AttestedKey(keyId: devices[1].keyId, publicKey: points[1], receipt: [], environment: .production)
+        #expect(throws: AppAttestError.self) {
+            try AppAttestation.verifyAssertion(
+                assertion, clientDataHash: hash, key: other, appId: "T.b", previousCounter: 2, keys: cache)
+        }
+    }
 }

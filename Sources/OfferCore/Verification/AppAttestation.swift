@@ -1,5 +1,6 @@
 import OfferAPI
 import OfferCrypto
+import Synchronization
 
 /// App Attest's environment: which authenticator data identifier (AAGUID) a genuine key carries.
 public enum AppAttestEnvironment: String, Sendable, CaseIterable {
@@ -78,6 +79,28 @@ public struct AttestedKey: Sendable, Equatable {
         self.receipt = receipt
         self.environment = environment
     }
+}
+
+/// Attested keys' points parsed once: each assertion of a key is verified with the key parsed the first time. At most
+/// `capacity` keys are kept; when full, the cache starts again empty (a key is parsed again the next time it is used).
+public final class AttestedKeyCache: Sendable {
+    private let keys = Mutex<[[UInt8]: VerifyingKey]>([:])
+    public let capacity: Int
+
+    public init(capacity: Int = 10_000) { self.capacity = capacity }
+
+    /// The key of the P-256 point `point`, parsed now or before; `nil` when it is no such point.
+    public func key(_ point: [UInt8]) -> VerifyingKey? {
+        if let hit = keys.withLock({ $0[point] }) { return hit }
+        guard let parsed = try? VerifyingKey(p256Point: point) else { return nil }
+        keys.withLock { keys in
+            if keys.count >= capacity { keys.removeAll(keepingCapacity: true) }
+            keys[point] = parsed
+        }
+        return parsed
+    }
+
+    public var count: Int { keys.withLock { $0.count } }
 }
 
 /// WebAuthn authenticator data as App Attest writes it: the RP ID hash, flags, the counter, and in an attestation
@@ -207,8 +230,10 @@ public enum AppAttestation {
     /// An assertion made with the attested `key` over `clientDataHash` (SHA-256 of the client data: the request),
     /// by app `appId`, after `previousCounter`: returns its counter, to keep. The signature is ECDSA with SHA-256
     /// over SHA-256(authenticator data ‖ client data hash).
+    /// `keys` keeps the attested keys parsed (OpenSSL's parse of a point costs more than the verification).
     public static func verifyAssertion(
-        _ assertion: [UInt8], clientDataHash: [UInt8], key: AttestedKey, appId: String, previousCounter: UInt32
+        _ assertion: [UInt8], clientDataHash: [UInt8], key: AttestedKey, appId: String, previousCounter: UInt32,
+        keys: AttestedKeyCache? = nil
     ) throws(AppAttestError) -> UInt32 {
         let object: CBORValue
         do {
@@ -222,7 +247,7 @@ public enum AppAttestation {
         }
         let authenticator = try AuthenticatorData(authBytes, attested: false)
         let nonce = SHA256.hash(authBytes + clientDataHash)
-        guard let verifying = try? VerifyingKey(p256Point: key.publicKey),
+        guard let verifying = keys?.key(key.publicKey) ?? (try? VerifyingKey(p256Point: key.publicKey)),
             verifying.isValidSignature(der: signature, for: nonce)
         else {
             throw AppAttestError(.badSignature, "the assertion's signature does not verify with the attested key")

@@ -9,6 +9,8 @@ import OfferStore
 /// would have refused. Apple's routes and the health routes are never attested.
 struct AppAttestGate: Sendable {
     let ledger: (any Ledger)?
+    /// The attested keys, parsed once.
+    let keys = AttestedKeyCache()
 
     /// What a request's assertion turned out to be: `valid`, `missing`, or why it was refused.
     enum Outcome: Sendable, Equatable {
@@ -72,7 +74,7 @@ struct AppAttestGate: Sendable {
             }
             let counter = try AppAttestation.verifyAssertion(
                 proof.assertion, clientDataHash: proof.clientDataHash(body: request.body), key: stored.key,
-                appId: settings.appId(bundleId: bundleId), previousCounter: stored.counter)
+                appId: settings.appId(bundleId: bundleId), previousCounter: stored.counter, keys: keys)
             switch try ledger.acceptAssertion(
                 bundleId: bundleId, keyId: proof.keyId, challenge: proof.challenge, counter: counter, now: now)
             {

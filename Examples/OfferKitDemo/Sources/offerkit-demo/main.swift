@@ -12,16 +12,24 @@ struct Arguments {
     var introOfferId: String?
     var customer = SignedCustomerData.none
     var json = false
+    /// App Attest through a device the test kit plays: its executable, CA folder, key file and team ID.
+    var attestTestKit: String?
+    var attestCA: String?
+    var attestKey: String?
+    var teamId: String?
 
     static let usage = """
         Usage: offerkit-demo --url URL [--bundle-id ID] [--product ID] [--offer ID] [--intro-offer ID]
                              [--transaction FILE] [--renewal-info FILE] [--app-transaction FILE] [--json]
+                             [--app-attest-testkit PATH --app-attest-ca DIR --app-attest-key FILE --team-id T]
 
         Asks the offer-signer at URL, through OfferKit, for the offers the customer may be shown, then signs
         --offer (default: the first promotional offer listed) as JWS and in the legacy form with a new app
         account token (a Sandbox customer gets JWS only: the legacy step then shows the refusal), then asks for the introductory offer decision (needs --transaction or
         --app-transaction). FILEs hold the Apple-signed JWS texts StoreKit gives an app. --json prints one
-        JSON object per step.
+        JSON object per step. With --app-attest-*, every request carries an App Attest assertion (OfferKit's
+        AppAttest), made by a device that `offer-signer-testkit app-attest` plays with the CA in DIR and the
+        key in FILE.
         """
 
     init(_ arguments: [String]) throws {
@@ -53,6 +61,10 @@ struct Arguments {
             case "--renewal-info": customer.renewalInfo = try file(flag)
             case "--app-transaction": customer.appTransaction = try file(flag)
             case "--json": json = true
+            case "--app-attest-testkit": attestTestKit = try value(flag)
+            case "--app-attest-ca": attestCA = try value(flag)
+            case "--app-attest-key": attestKey = try value(flag)
+            case "--team-id": teamId = try value(flag)
             case "--help", "-h":
                 print(Self.usage)
                 exit(0)
@@ -135,8 +147,67 @@ extension Printer {
     }
 }
 
+/// An App Attest device played by `offer-signer-testkit app-attest`: the key in a file, attestations by the test kit's
+/// CA, each over the client data hash OfferKit made.
+struct TestKitDevice: AppAttestProvider {
+    let testKit: String
+    let ca: String
+    let key: String
+    let teamId: String
+    let bundleId: String
+
+    var isSupported: Bool { true }
+
+    func generateKey() async throws -> String {
+        try run(["key", "--key", key]).trimmingCharacters(in: .whitespacesAndNewlines)
+    }
+
+    func attestKey(_ keyId: String, clientDataHash: Data) async throws -> Data {
+        try member("attestation", of: run(["attest", "--ca", ca] + signing(clientDataHash)))
+    }
+
+    func generateAssertion(_ keyId: String, clientDataHash: Data) async throws -> Data {
+        try member("X-App-Attest-Assertion", of: run(["assert"] + signing(clientDataHash)))
+    }
+
+    private func signing(_ hash: Data) -> [String] {
+        [
+            "--key", key, "--team-id", teamId, "--bundle-id", bundleId, "--client-data-hash",
+            hash.map { String(format: "%02x", $0) }.joined(),
+        ]
+    }
+
+    private func member(_ name: String, of output: String) throws -> Data {
+        guard let object = try JSONSerialization.jsonObject(with: Data(output.utf8)) as? [String: Any],
+            let text = object[name] as? String, let data = Data(base64Encoded: text)
+        else { throw DemoError("the test kit printed no \(name)") }
+        return data
+    }
+
+    private func run(_ arguments: [String]) throws -> String {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: testKit)
+        process.arguments = ["app-attest"] + arguments
+        let output = Pipe()
+        process.standardOutput = output
+        try process.run()
+        let data = output.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        guard process.terminationStatus == 0 else { throw DemoError("offer-signer-testkit app-attest failed") }
+        return String(decoding: data, as: UTF8.self)
+    }
+}
+
 func run(_ arguments: Arguments) async throws {
-    let client = OfferClient(baseURL: arguments.url!, bundleId: arguments.bundleId)
+    var appAttest: AppAttest?
+    if let testKit = arguments.attestTestKit {
+        guard let ca = arguments.attestCA, let key = arguments.attestKey, let teamId = arguments.teamId else {
+            throw DemoError("--app-attest-testkit needs --app-attest-ca, --app-attest-key and --team-id")
+        }
+        let device = TestKitDevice(testKit: testKit, ca: ca, key: key, teamId: teamId, bundleId: arguments.bundleId)
+        appAttest = AppAttest(provider: device, keyStore: MemoryAppAttestKeyStore(), policy: .required)
+    }
+    let client = OfferClient(baseURL: arguments.url!, bundleId: arguments.bundleId, appAttest: appAttest)
     let out = Printer(json: arguments.json)
     let product = arguments.productId
 
