@@ -45,3 +45,35 @@ public func replaceFile(_ path: String, contents: [UInt8]) throws {
         written += count
     }
 }
+
+/// Runs `body` on the contents of `path` (made empty, mode 0600, if missing) while holding an exclusive lock on it
+/// (`flock`), and writes back what `body` left: a read-modify-write that concurrent processes never interleave.
+public func updatingFile<Value>(_ path: String, _ body: (inout [UInt8]) throws -> Value) throws -> Value {
+    let descriptor = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
+    guard descriptor >= 0 else { throw CommandError("cannot open \(path): \(systemError())") }
+    defer { close(descriptor) }
+    guard flock(descriptor, LOCK_EX) == 0 else { throw CommandError("cannot lock \(path): \(systemError())") }
+    var contents: [UInt8] = []
+    var chunk = [UInt8](repeating: 0, count: 4096)
+    while true {
+        let count = read(descriptor, &chunk, chunk.count)
+        guard count >= 0 else { throw CommandError("cannot read \(path): \(systemError())") }
+        if count == 0 { break }
+        contents += chunk[0..<count]
+        guard contents.count <= 1 << 20 else { throw CommandError("\(path) is over 1 MiB") }
+    }
+    let before = contents
+    let value = try body(&contents)
+    if contents != before {
+        guard ftruncate(descriptor, 0) == 0 else { throw CommandError("cannot write \(path): \(systemError())") }
+        var written = 0
+        while written < contents.count {
+            let count = contents[written...].withUnsafeBytes {
+                pwrite(descriptor, $0.baseAddress, $0.count, off_t(written))
+            }
+            guard count > 0 else { throw CommandError("cannot write \(path): \(systemError())") }
+            written += count
+        }
+    }
+    return value
+}

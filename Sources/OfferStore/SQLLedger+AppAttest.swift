@@ -28,8 +28,10 @@ public enum AssertionAcceptance: Sendable, Equatable {
     case challengeUnknown
     /// The challenge's time had run out (it is gone now).
     case challengeExpired
-    /// The key's counter is at or above the assertion's already, or the key was revoked meanwhile.
+    /// The key's counter is at or above the assertion's already.
     case counterNotIncreasing
+    /// The key was revoked meanwhile.
+    case revoked
 }
 
 /// App Attest's state, shared by every replica: challenges taken back once, keys with their counters.
@@ -49,8 +51,10 @@ public protocol AppAttestLog: Sendable {
     func acceptAssertion(
         bundleId: String, keyId: [UInt8], challenge: [UInt8], counter: UInt32, now: Int64
     ) throws(LedgerError) -> AssertionAcceptance
-    /// Every key of the app (all apps without one), newest first.
-    func appAttestKeys(bundleId: String?) throws(LedgerError) -> [StoredAppAttestKey]
+    /// The app's (all apps' without one) keys, newest first, at most `limit`; their receipts are left out (empty).
+    func appAttestKeys(bundleId: String?, limit: Int) throws(LedgerError) -> [StoredAppAttestKey]
+    /// How many keys the app has in force, and revoked.
+    func appAttestKeyCounts(bundleId: String) throws(LedgerError) -> (inForce: Int, revoked: Int)
     /// Revokes a key: its assertions are refused from then on. `false` for an unknown key.
     func revokeKey(bundleId: String, keyId: [UInt8], at: Int64) throws(LedgerError) -> Bool
 }
@@ -59,8 +63,12 @@ extension SQLLedger {
     public func issueChallenge(
         bundleId: String, challenge: [UInt8], expiresAt: Int64, now: Int64
     ) throws(LedgerError) {
+        let expire =
+            database.dialect.concurrentWriters
+            ? AppAttestQuery.expireChallengesSkippingLocked
+            : AppAttestQuery.expireChallenges
         try database.transaction { (writer) throws(LedgerError) in
-            try writer.write(AppAttestQuery.expireChallenges, [.integer(now)])
+            try writer.write(expire, [.integer(now)])
             try writer.write(
                 AppAttestQuery.insertChallenge, [.text(bundleId), .text(Hex.encode(challenge)), .integer(expiresAt)])
         }
@@ -88,7 +96,9 @@ extension SQLLedger {
 
     public func appAttestKey(bundleId: String, keyId: [UInt8]) throws(LedgerError) -> StoredAppAttestKey? {
         try database.read { (reader) throws(LedgerError) -> StoredAppAttestKey? in
-            try reader.row(AppAttestQuery.selectKey, [.text(bundleId), .text(Base64.encode(keyId))]).flatMap(Self.key)
+            try reader.row(AppAttestQuery.selectKey, [.text(bundleId), .text(Base64.encode(keyId))]).flatMap {
+                Self.key($0)
+            }
         }
     }
 
@@ -103,13 +113,26 @@ extension SQLLedger {
             let raised = try writer.execute(
                 AppAttestQuery.advanceCounter,
                 [.text(bundleId), .text(Base64.encode(keyId)), .integer(Int64(counter)), .integer(now)])
-            return raised == 1 ? .accepted : .counterNotIncreasing
+            guard raised == 0 else { return .accepted }
+            let key = try writer.rows(AppAttestQuery.selectKey, [.text(bundleId), .text(Base64.encode(keyId))]).first
+            return key?.integer("revoked_ms") != nil ? .revoked : .counterNotIncreasing
         }
     }
 
-    public func appAttestKeys(bundleId: String?) throws(LedgerError) -> [StoredAppAttestKey] {
+    public func appAttestKeys(bundleId: String?, limit: Int) throws(LedgerError) -> [StoredAppAttestKey] {
         try database.read { (reader) throws(LedgerError) -> [StoredAppAttestKey] in
-            try reader.rows(AppAttestQuery.keys, [.text(bundleId)]).compactMap(Self.key)
+            try reader.rows(AppAttestQuery.keys, [.text(bundleId), .integer(limit)]).compactMap {
+                Self.key($0, withReceipt: false)
+            }
+        }
+    }
+
+    public func appAttestKeyCounts(bundleId: String) throws(LedgerError) -> (inForce: Int, revoked: Int) {
+        try database.read { (reader) throws(LedgerError) -> (inForce: Int, revoked: Int) in
+            let row = try reader.row(AppAttestQuery.keyCounts, [.text(bundleId)])
+            let total = Int(row?.integer("total") ?? 0)
+            let revoked = Int(row?.integer("revoked") ?? 0)
+            return (total - revoked, revoked)
         }
     }
 
@@ -120,7 +143,8 @@ extension SQLLedger {
         }
     }
 
-    private static func key(_ row: SQLRow) -> StoredAppAttestKey? {
+    /// A key's row; `withReceipt` false for a row without the receipt (listings).
+    private static func key(_ row: SQLRow, withReceipt: Bool = true) -> StoredAppAttestKey? {
         guard let keyId = row.text("key_id").flatMap(Base64.decode),
             let environment = row.text("environment").flatMap(AppAttestEnvironment.init(rawValue:)),
             let publicKey = row.bytes("public_key"), let counter = row.integer("counter")
@@ -128,7 +152,8 @@ extension SQLLedger {
         return StoredAppAttestKey(
             bundleId: row.text("bundle_id") ?? "",
             key: AttestedKey(
-                keyId: keyId, publicKey: publicKey, receipt: row.bytes("receipt") ?? [], environment: environment),
+                keyId: keyId, publicKey: publicKey, receipt: withReceipt ? row.bytes("receipt") ?? [] : [],
+                environment: environment),
             counter: UInt32(clamping: counter), attestedAt: row.integer("attested_ms") ?? 0,
             usedAt: row.integer("used_ms"), revokedAt: row.integer("revoked_ms"))
     }
@@ -148,6 +173,14 @@ enum AppAttestQuery {
         """
         DELETE FROM app_attest_challenges WHERE (bundle_id, challenge) IN (
             SELECT bundle_id, challenge FROM app_attest_challenges WHERE expires_ms <= $1 LIMIT 100)
+        """)
+    /// PostgreSQL's: rows another replica is expiring are left to it, so two never wait on each other.
+    static let expireChallengesSkippingLocked = SQLStatement(
+        "app_attest_expire_challenges_skipping_locked",
+        """
+        DELETE FROM app_attest_challenges WHERE (bundle_id, challenge) IN (
+            SELECT bundle_id, challenge FROM app_attest_challenges WHERE expires_ms <= $1 LIMIT 100
+            FOR UPDATE SKIP LOCKED)
         """)
     static let insertKey = SQLStatement(
         "app_attest_insert_key",
@@ -171,9 +204,12 @@ enum AppAttestQuery {
     static let keys = SQLStatement(
         "app_attest_keys",
         """
-        SELECT bundle_id, key_id, environment, public_key, receipt, counter, attested_ms, used_ms, revoked_ms
-        FROM app_attest_keys WHERE $1 IS NULL OR bundle_id = $1 ORDER BY attested_ms DESC, key_id
+        SELECT bundle_id, key_id, environment, public_key, counter, attested_ms, used_ms, revoked_ms
+        FROM app_attest_keys WHERE $1 IS NULL OR bundle_id = $1 ORDER BY attested_ms DESC, key_id LIMIT $2
         """)
+    static let keyCounts = SQLStatement(
+        "app_attest_key_counts",
+        "SELECT COUNT(*) AS total, COUNT(revoked_ms) AS revoked FROM app_attest_keys WHERE bundle_id = $1")
     static let revokeKey = SQLStatement(
         "app_attest_revoke_key",
         """

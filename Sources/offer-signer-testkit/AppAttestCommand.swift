@@ -85,24 +85,35 @@ enum AppAttestCommand {
         let device = try device(options, create: false)
         let keyPath = try options.required("key")
         let counterPath = keyPath + ".counter"
-        let counter: UInt32
+        var given: UInt32?
         if let text = options["counter"] {
             guard let value = UInt32(text) else {
                 throw UsageError("--counter must be an integer from 0 to 4294967295")
             }
-            counter = value
-        } else {
-            let last = (try? readFile(counterPath)).flatMap { UInt32(String(decoding: $0, as: UTF8.self)) } ?? 0
-            counter = last + 1
+            given = value
         }
         let body = try options["body"].map(readFile)
         let (challenge, clientDataHash) = try clientData(options) { bytes in
             AppAttestProof.clientDataHash(challenge: bytes, body: body ?? [])
         }
         if challenge != nil && body == nil { throw UsageError("--challenge needs --body, the request's body file") }
-        let assertion = try device.assertion(
-            clientDataHash: clientDataHash, appId: try appId(options), counter: counter)
-        try replaceFile(counterPath, contents: Array(String(counter).utf8))
+        let appId = try appId(options)
+        // The counter file is read, raised and written under a lock: concurrent asserts never share a counter.
+        let assertion = try updatingFile(counterPath) { (stored: inout [UInt8]) throws -> [UInt8] in
+            var counter: UInt32
+            if let given {
+                counter = given
+            } else {
+                let text = String(decoding: stored.filter { $0 > 0x20 }, as: UTF8.self)
+                guard let last = text.isEmpty ? 0 : UInt32(text) else {
+                    throw CommandError("\(counterPath) holds no counter; remove it or pass --counter N")
+                }
+                guard last < .max else { throw CommandError("the counter in \(counterPath) is at its maximum") }
+                counter = last + 1
+            }
+            stored = Array(String(counter).utf8)
+            return try device.assertion(clientDataHash: clientDataHash, appId: appId, counter: counter)
+        }
         var answer: [String: JSONValue] = ["X-App-Attest-Key-Id": .string(device.keyIdText)]
         answer["X-App-Attest-Assertion"] = .string(Base64.encode(assertion))
         if let challenge { answer["X-App-Attest-Challenge"] = .string(challenge) }

@@ -268,7 +268,7 @@ enum Help {
                    --config FILE
                offer-signer ledger actions --config FILE
                offer-signer ledger purge --config FILE
-               offer-signer ledger app-attest-keys [--app BUNDLE] --config FILE
+               offer-signer ledger app-attest-keys [--app BUNDLE] [--limit N] --config FILE
                offer-signer ledger app-attest-revoke --key-id ID [--app BUNDLE] --config FILE
 
         Reads and changes the ledger of the configuration's `storage` (a SQLite file or a PostgreSQL
@@ -291,8 +291,9 @@ enum Help {
         per-offer daily totals, as the service does at start and every hour; redemptions and the per-offer
         totals stay. KEY is the customer key the service uses: the verified originalTransactionId, else the
         appTransactionId.
-        `app-attest-keys` lists the App Attest keys attested (apps[].appAttest), newest first: app, key ID,
-        environment, when attested, the last assertion's counter and time, and whether revoked.
+        `app-attest-keys` lists the App Attest keys attested (apps[].appAttest), the newest N (default 100)
+        first: app, key ID, environment, when attested, the last assertion's counter and time, and whether
+        revoked.
         `app-attest-revoke` revokes key ID (as listed): the requests it asserts are refused, 401
         attestation_invalid with reason revoked_key (counted only, in report mode); the app's copy makes a new key.
         """

@@ -81,7 +81,8 @@ enum LedgerCommand {
     /// so its assertions are refused (`revoked_key`) from then on.
     private static func appAttest(_ subcommand: String, _ arguments: ArraySlice<String>) throws {
         let revoking = subcommand == "app-attest-revoke"
-        let options = try Arguments(arguments, valued: revoking ? ["config", "app", "key-id"] : ["config", "app"])
+        let options = try Arguments(
+            arguments, valued: revoking ? ["config", "app", "key-id"] : ["config", "app", "limit"])
         try options.noPositionals()
         let (_, served, ledger) = try open(try options.required("config"))
         let apps = served.catalog.order
@@ -89,8 +90,19 @@ enum LedgerCommand {
             throw CommandError(unknown("app", app, among: apps, in: "the configuration"))
         }
         guard revoking else {
-            let keys = try read { () throws(LedgerError) in try ledger.appAttestKeys(bundleId: options["app"]) }
-            Console.out(keys.isEmpty ? "no App Attest keys" : keys.map(describe).joined(separator: "\n"))
+            let limit =
+                try options["limit"].map { text in
+                    guard let value = Int(text), (1...1_000_000).contains(value) else {
+                        throw UsageError("--limit must be an integer from 1 to 1000000")
+                    }
+                    return value
+                } ?? 100
+            let keys = try read { () throws(LedgerError) in
+                try ledger.appAttestKeys(bundleId: options["app"], limit: limit)
+            }
+            var lines = keys.isEmpty ? ["no App Attest keys"] : keys.map(describe)
+            if keys.count == limit { lines.append("(the newest \(limit); --limit N for more)") }
+            Console.out(lines.joined(separator: "\n"))
             return
         }
         guard let app = options["app"] ?? (apps.count == 1 ? apps.first : nil) else {

@@ -318,8 +318,8 @@ struct AppAttestTests {
     }
 
     @Test(
-        "a key the service does not know or has revoked is dropped, a new one attested, the request tried once more",
-        arguments: ["unknown_key", "revoked_key"])
+        "a key the service does not know, has revoked or takes from another environment is replaced, the request tried again",
+        arguments: ["unknown_key", "revoked_key", "wrong_environment"])
     func rotation(reason: String) async throws {
         let service = FakeAttestService(
             routeAnswers: [FakeAttestService.refusal("attestation_invalid", reason: reason), Route.eligibility.success])
@@ -473,7 +473,9 @@ struct AppAttestTests {
         Self.expectNoProof(try #require(service.routeRequests.first))
     }
 
-    @Test("the required policy fails on a device that cannot attest, sending nothing", arguments: Route.allCases)
+    @Test(
+        "the required policy fails on a device that cannot attest, sending only the challenge question",
+        arguments: Route.allCases)
     func requiredOnUnsupportedDevice(route: Route) async throws {
         let service = FakeAttestService(routeAnswers: [route.success])
         let provider = FakeAppAttestProvider(isSupported: false)
@@ -487,7 +489,19 @@ struct AppAttestTests {
         }
         #expect(providerError.code == .unsupported)
         #expect(error?.isTemporary == false)
-        #expect(service.stub.requests.isEmpty)
+        #expect(service.stub.requests.map(\.url.path) == [FakeAttestService.challengePath])
+    }
+
+    @Test("the required policy on a device that cannot attest still asks a service that has App Attest off")
+    func requiredOnUnsupportedDeviceServiceOff() async throws {
+        let service = FakeAttestService(offChallenges: 1, routeAnswers: [Route.eligibility.success])
+        let client = service.client(
+            policy: .required, provider: FakeAppAttestProvider(isSupported: false), store: MemoryAppAttestKeyStore())
+        try await Route.eligibility.call(client)
+        try await Route.eligibility.call(client)
+        #expect(service.requests(to: FakeAttestService.challengePath).count == 1)
+        #expect(service.routeRequests.count == 2)
+        for request in service.routeRequests { Self.expectNoProof(request) }
     }
 
     @Test("a refused attestation ends the request as attestationInvalid, nothing saved, the route not asked")

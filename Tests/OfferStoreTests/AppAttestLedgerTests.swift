@@ -93,10 +93,19 @@ struct AppAttestLedgerTests {
         #expect(wins.withLock { $0[41] } == 1)
         #expect(try one.appAttestKey(bundleId: "b", keyId: Self.key.keyId)?.counter == 41)
         #expect(try one.revokeKey(bundleId: "b", keyId: Self.key.keyId, at: Self.now + 5))
-        #expect(try take(two, counter: 100, issuedBy: one) == .counterNotIncreasing)
-        #expect(try two.appAttestKeys(bundleId: nil).map(\.revokedAt) == [Self.now + 5])
-        #expect(try two.appAttestKeys(bundleId: "other").isEmpty)
+        #expect(try take(two, counter: 100, issuedBy: one) == .revoked)
+        #expect(try two.appAttestKeys(bundleId: nil, limit: 10).map(\.revokedAt) == [Self.now + 5])
+        #expect(try two.appAttestKeys(bundleId: "other", limit: 10).isEmpty)
+        #expect(try one.appAttestKeyCounts(bundleId: "b") == (0, 1) && one.appAttestKeyCounts(bundleId: "x") == (0, 0))
+        #expect(try one.saveKey(bundleId: "b", key: Self.other, at: Self.now + 9))
+        #expect(try two.appAttestKeyCounts(bundleId: "b") == (1, 1))
+        #expect(try two.appAttestKeys(bundleId: "b", limit: 1).map(\.key.keyId) == [Self.other.keyId])
+        #expect(try two.appAttestKeys(bundleId: "b", limit: 1).first?.key.receipt == [])
     }
+
+    static let other = AttestedKey(
+        keyId: Array(repeating: 8, count: 32), publicKey: [0x04] + Array(repeating: 2, count: 64), receipt: [4],
+        environment: .production)
 
     static func challenge(_ byte: UInt8) -> [UInt8] { Array(repeating: byte, count: 32) }
 

@@ -82,7 +82,8 @@ public struct AttestedKey: Sendable, Equatable {
 }
 
 /// Attested keys' points parsed once: each assertion of a key is verified with the key parsed the first time. At most
-/// `capacity` keys are kept; when full, the cache starts again empty (a key is parsed again the next time it is used).
+/// `capacity` keys are kept; when full, one kept key (the first in the table's order, which the hash scatters) makes
+/// room for the new one.
 public final class AttestedKeyCache: Sendable {
     private let keys = Mutex<[[UInt8]: VerifyingKey]>([:])
     public let capacity: Int
@@ -94,7 +95,7 @@ public final class AttestedKeyCache: Sendable {
         if let hit = keys.withLock({ $0[point] }) { return hit }
         guard let parsed = try? VerifyingKey(p256Point: point) else { return nil }
         keys.withLock { keys in
-            if keys.count >= capacity { keys.removeAll(keepingCapacity: true) }
+            if keys.count >= capacity, keys[point] == nil { keys.remove(at: keys.startIndex) }
             keys[point] = parsed
         }
         return parsed

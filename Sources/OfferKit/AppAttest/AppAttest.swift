@@ -67,6 +67,11 @@ public actor AppAttest {
         if serviceOff { return nil }
         guard provider.isSupported else {
             guard policy == .ifSupported else {
+                // Required, and this device cannot: fine only if the service has App Attest off.
+                if try await client.appAttestChallenge() == nil {
+                    serviceOff = true
+                    return nil
+                }
                 throw .appAttest(
                     AppAttestProviderError(.unsupported, "this device cannot attest (App Attest is not supported)"))
             }
@@ -144,7 +149,9 @@ public actor AppAttest {
         case .attestationInvalid(let error):
             guard let keyId else { return false }
             switch error.reason {
-            case "unknown_key", "revoked_key":
+            case "unknown_key", "revoked_key", "wrong_environment":
+                // A key the service does not take (another environment's: a development build's key kept into a
+                // TestFlight build) is replaced by a new one.
                 discard(keyId)
                 return true
             case "challenge_expired", "challenge_unknown", "counter_not_increasing":

@@ -24,15 +24,14 @@ enum AppAttestOverview {
             }
         }
         let total = valid + missing + refused.values.reduce(0, +)
-        let keys = try service.ledger?.appAttestKeys(bundleId: app.bundleId) ?? []
-        let revoked = keys.filter { $0.revokedAt != nil }.count
+        let keys = try service.ledger?.appAttestKeyCounts(bundleId: app.bundleId) ?? (inForce: 0, revoked: 0)
         let requests: [String: JSONValue] = [
             "total": .int(Int64(total)), "valid": .int(Int64(valid)), "missing": .int(Int64(missing)),
             "refused": .object(refused.mapValues { JSONValue.int(Int64($0)) }),
         ]
         let share: JSONValue = total == 0 ? .null : .double(Double(valid) / Double(total))
         let keyCounts: [String: JSONValue] = [
-            "inForce": .int(Int64(keys.count - revoked)), "revoked": .int(Int64(revoked)),
+            "inForce": .int(Int64(keys.inForce)), "revoked": .int(Int64(keys.revoked)),
         ]
         var view: [String: JSONValue] = [:]
         view["mode"] = .string(settings.mode.rawValue)

@@ -35,13 +35,8 @@ struct AppAttestGate: Sendable {
         guard let app = context.snapshot.catalog.apps[bundleId], let settings = app.definition.appAttest else { return }
         let outcome = verify(request, bundleId: app.bundleId, settings: settings, now: context.now)
         context.record { $0.appAttest = (settings.mode.rawValue, outcome.label) }
-        guard settings.mode == .enforce else {
-            if outcome != .valid {
-                context.log.info(
-                    "App Attest would refuse", [("app", app.bundleId), ("outcome", outcome.label), ("mode", "report")])
-            }
-            return
-        }
+        // In report mode the access log's `app_attest=` and the metric say what enforce would have refused.
+        guard settings.mode == .enforce else { return }
         switch outcome {
         case .valid: return
         case .missing: throw OfferError.attestationRequired
@@ -85,6 +80,7 @@ struct AppAttestGate: Sendable {
             case .counterNotIncreasing:
                 throw AppAttestError(
                     .counterNotIncreasing, "the assertion's counter \(counter) was taken already (a replay)")
+            case .revoked: throw AppAttestError(.revokedKey, "key \(Base64.encode(proof.keyId)) was revoked")
             }
         } catch let error as AppAttestError {
             return .invalid(error)

@@ -91,6 +91,15 @@ extension Configuration {
                         + "\(app.bundleId)'s decisions cannot use it; set \"storage\"")
             }
         }
+        // Anyone may ask for a challenge, and each is a ledger write until it expires: a rate limit bounds them.
+        if settings.rateLimit == nil {
+            for app in apps where app.appAttest != nil {
+                out.append(
+                    "\(app.path).appAttest: without \"rateLimit\", any client may ask for challenges as fast as it can, "
+                        + "each a ledger write kept until it expires; set \"rateLimit\" (or limit the rate in the proxy "
+                        + "in front)")
+            }
+        }
         if !settings.trust.appAttestRootCertificateFiles.isEmpty {
             out.append(
                 "$.trust.appAttestRootCertificates: replaces Apple's App Attestation root, so keys made by a test CA "

@@ -84,7 +84,7 @@ struct AppAttestEndpointTests {
         }
 
         func keys(_ bundleId: String = AppAttestEndpointTests.enforced) throws -> [StoredAppAttestKey] {
-            try ledger.appAttestKeys(bundleId: bundleId)
+            try ledger.appAttestKeys(bundleId: bundleId, limit: 100)
         }
 
         func count(_ bundleId: String, _ mode: String, _ outcome: String) -> Int {
@@ -137,8 +137,21 @@ struct AppAttestEndpointTests {
                     body: listing, challenge: challenge, appId: "\(Self.teamId).\(Self.enforced)", counter: 8))
             #expect(asserted.status == 200, "\(asserted)")
             #expect(try world.client.get("/livez").status == 200)
-            #expect(world.count(Self.enforced, "enforce", "valid") == 3)
-            #expect(world.count(Self.enforced, "enforce", "missing") == 1)
+            // The introductory offer route too: refused without an assertion, past the gate with one (to the next
+            // step: this app has no introductory offer).
+            let intro = IntroductoryOfferEligibilityRequest(
+                bundleId: Self.enforced, productId: Self.product, signedData: SignedData()
+            ).jsonBytes
+            let bare = try world.client.post("/v1/signatures/introductory-offer-eligibility", json: intro)
+            #expect(bare.status == 401 && bare.errorCode == .attestationRequired)
+            let passed = try world.client.post(
+                "/v1/signatures/introductory-offer-eligibility", json: intro,
+                headers: try device.headers(
+                    body: intro, challenge: try world.challenge(), appId: "\(Self.teamId).\(Self.enforced)",
+                    counter: 9))
+            #expect(passed.status == 404 && passed.errorCode == .unknownOffer, "\(passed)")
+            #expect(world.count(Self.enforced, "enforce", "valid") == 4)
+            #expect(world.count(Self.enforced, "enforce", "missing") == 2)
             #expect(
                 world.client.service.metrics.value(.appAttestKeys, ["app": Self.enforced, "outcome": "attested"]) == 1)
         }
@@ -278,6 +291,15 @@ struct AppAttestEndpointTests {
             }
             // Every refusal left the counter where the last good assertion put it.
             #expect(try world.keys().first?.counter == 6)
+            // A key kept from the development environment, for an app that now takes production's.
+            let developer = try TestAppAttestDevice.make()
+            let point = try #require(try developer.key.publicKey.p256Point)
+            #expect(
+                try world.ledger.saveKey(
+                    bundleId: Self.enforced,
+                    key: AttestedKey(keyId: developer.keyId, publicKey: point, receipt: [], environment: .development),
+                    at: world.now))
+            #expect(Self.refusal(try world.sign(developer, counter: 1)) == "wrong_environment")
             #expect(try world.ledger.revokeKey(bundleId: Self.enforced, keyId: device.keyId, at: world.now))
             #expect(Self.refusal(try world.sign(device, counter: 20)) == "revoked_key")
             #expect(world.count(Self.enforced, "enforce", "counter_not_increasing") == 2)
@@ -302,7 +324,8 @@ struct AppAttestEndpointTests {
             let off = try world.client.post("/v1/app-attest/challenge", AppAttestChallengeRequest(bundleId: Self.off))
             #expect(off.status == 404 && off.errorCode == .appAttestOff)
             #expect(try world.sign(nil, counter: 0, bundleId: Self.off).status == 200)
-            #expect(world.count(Self.off, "off", "missing") == 0)
+            #expect(world.client.service.metrics.series(.appAttestRequests, where: ["app": Self.off]).isEmpty)
+            #expect(!world.client.service.metrics.series(.appAttestRequests, where: ["app": Self.reported]).isEmpty)
             let unknown = try world.client.post(
                 "/v1/app-attest/challenge", AppAttestChallengeRequest(bundleId: "com.example.nobody"))
             #expect(unknown.status == 404 && unknown.errorCode == .unknownApp)
@@ -334,6 +357,42 @@ struct AppAttestEndpointTests {
                 #expect(response.status == 400 && response.error?.field == field, "\(response)")
             }
         }
+    }
+
+    /// A ledger whose App Attest keys cannot be read.
+    final class KeysUnavailable: ForwardingLedger, @unchecked Sendable {
+        override func appAttestKey(bundleId: String, keyId: [UInt8]) throws(LedgerError) -> StoredAppAttestKey? {
+            throw LedgerError("the keys cannot be read", kind: .unavailable)
+        }
+    }
+
+    @Test("when the keys cannot be read, enforce answers 503 storage_unavailable and report answers as usual")
+    func storageFailure() throws {
+        let clock = TestClock()
+        let seconds = clock.now / 1000
+        let authority = try TestAppAttestAuthority.make(notBefore: seconds - 86_400, notAfter: seconds + 86_400)
+        let deployment = try TestDeployment(apps: Self.apps(), appAttest: authority, clock: clock)
+        defer { deployment.remove() }
+        let client = try deployment.client(ledger: KeysUnavailable())
+        let device = try TestAppAttestDevice.make()
+        for (bundleId, status) in [(Self.enforced, 503), (Self.reported, 200)] {
+            let body = PromotionalOfferRequest(bundleId: bundleId, productId: Self.product, offerId: "open_offer")
+                .jsonBytes
+            let challenge = try client.post("/v1/app-attest/challenge", AppAttestChallengeRequest(bundleId: bundleId))
+            let text = try challenge.decode(AppAttestChallengeResponse.self).challenge
+            let response = try client.post(
+                Self.promotional, json: body,
+                headers: try device.headers(
+                    body: body, challenge: text, appId: "\(Self.teamId).\(bundleId)", counter: 1))
+            #expect(response.status == status, "\(bundleId): \(response)")
+        }
+        let metrics = client.service.metrics
+        #expect(
+            metrics.value(
+                .appAttestRequests, ["app": Self.reported, "mode": "report", "outcome": "storage_unavailable"]) == 1)
+        #expect(
+            metrics.value(
+                .appAttestRequests, ["app": Self.enforced, "mode": "enforce", "outcome": "storage_unavailable"]) == 1)
     }
 
     static func replacing(_ bytes: [UInt8], _ old: String, _ new: String) -> [UInt8] {

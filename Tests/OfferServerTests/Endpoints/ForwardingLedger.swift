@@ -75,8 +75,11 @@ class ForwardingLedger: Ledger, @unchecked Sendable {
     ) throws(LedgerError) -> AssertionAcceptance {
         try memory.acceptAssertion(bundleId: bundleId, keyId: keyId, challenge: challenge, counter: counter, now: now)
     }
-    func appAttestKeys(bundleId: String?) throws(LedgerError) -> [StoredAppAttestKey] {
-        try memory.appAttestKeys(bundleId: bundleId)
+    func appAttestKeys(bundleId: String?, limit: Int) throws(LedgerError) -> [StoredAppAttestKey] {
+        try memory.appAttestKeys(bundleId: bundleId, limit: limit)
+    }
+    func appAttestKeyCounts(bundleId: String) throws(LedgerError) -> (inForce: Int, revoked: Int) {
+        try memory.appAttestKeyCounts(bundleId: bundleId)
     }
     func revokeKey(bundleId: String, keyId: [UInt8], at: Int64) throws(LedgerError) -> Bool {
         try memory.revokeKey(bundleId: bundleId, keyId: keyId, at: at)
