@@ -110,11 +110,12 @@ struct SignatureRoutes {
         }
     }
 
-    /// The answer an earlier request under the same `Idempotency-Key` got, when there is a ledger to keep it.
+    /// The answer an earlier request under the same `Idempotency-Key` got, when there is a ledger to keep it. An app
+    /// that is not configured has none (and its name, whatever a client sent, never reaches the ledger).
     private func previousAnswer(
         _ idempotency: Idempotency?, bundleId: String, _ context: RequestContext
     ) throws(OfferError) -> PreviousAnswer? {
-        guard let idempotency else { return nil }
+        guard let idempotency, context.snapshot.catalog.apps[bundleId] != nil else { return nil }
         return try issuance.previousAnswer(
             bundleId: bundleId, key: idempotency.key, validFrom: idempotency.validFrom, log: context.log)
     }

@@ -132,6 +132,18 @@ struct IdempotencyTests {
             #expect(response.json?.objectValue?["error"]?.objectValue?["field"]?.stringValue == "Idempotency-Key")
         }
     }
+
+    @Test("an unknown app's name (a NUL in it, say) never reaches the ledger's look-up: 404 unknown_app, not 503")
+    func unknownAppWithKey() throws {
+        try Fixture.withClient { _, client in
+            for bundleId in ["com.example.nobody", "9Q\u{0}"] {
+                let response = try client.post(
+                    Fixture.promotional, Fixture.promotionalRequest(offerId: "open_offer", bundleId: bundleId),
+                    headers: Self.key)
+                #expect(response.status == 404 && response.errorCode == .unknownApp, "\(response)")
+            }
+        }
+    }
 }
 
 /// An in-memory `SQLLedger` whose `previousAnswer` finds nothing, as when a request's look-up runs before the writer
