@@ -33,19 +33,6 @@ public func fileExists(_ path: String) -> Bool {
     return stat(path, &info) == 0
 }
 
-/// Writes `contents` to `path` (mode 0600), replacing what was there.
-public func replaceFile(_ path: String, contents: [UInt8]) throws {
-    let descriptor = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
-    guard descriptor >= 0 else { throw CommandError("cannot write \(path): \(systemError())") }
-    defer { close(descriptor) }
-    var written = 0
-    while written < contents.count {
-        let count = contents[written...].withUnsafeBytes { write(descriptor, $0.baseAddress, $0.count) }
-        guard count > 0 else { throw CommandError("cannot write \(path): \(systemError())") }
-        written += count
-    }
-}
-
 /// Runs `body` on the contents of `path` (made empty, mode 0600, if missing) while holding an exclusive lock on it
 /// (`flock`), and writes back what `body` left: a read-modify-write that concurrent processes never interleave.
 public func updatingFile<Value>(_ path: String, _ body: (inout [UInt8]) throws -> Value) throws -> Value {

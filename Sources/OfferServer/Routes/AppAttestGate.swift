@@ -13,7 +13,7 @@ struct AppAttestGate: Sendable {
     let keys = AttestedKeyCache()
 
     /// What a request's assertion turned out to be: `valid`, `missing`, or why it was refused.
-    enum Outcome: Sendable, Equatable {
+    enum Outcome: Sendable {
         case valid
         case missing
         case invalid(AppAttestError)
