@@ -9,7 +9,7 @@ SHELL := /bin/bash
 .DEFAULT_GOAL := help
 
 # `make bench` installs these as well (callgrind counts instructions per request); `make test` does not need them.
-BENCH_APT_PACKAGES := valgrind linux-perf
+BENCH_APT_PACKAGES := valgrind linux-perf strace
 APT_PACKAGES := libssl-dev libmicrohttpd-dev libsqlite3-dev libpq-dev libcurl4-openssl-dev libcbor-dev libp11-kit-dev softhsm2 opensc postgresql nginx pkg-config openssl curl wrk chromium chromium-driver
 VENV := .venv
 PYTHON ?= python3

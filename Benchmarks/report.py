@@ -68,6 +68,28 @@ def _profile(profile: dict) -> list[str]:
     return lines + [""]
 
 
+def _syscalls(syscalls: dict) -> list[str]:
+    """The system calls per request of each scenario (`strace -c -f` over sequential requests), the most called
+    first."""
+    if "skipped" in syscalls:
+        return [f"System calls per request (strace): skipped ({syscalls['skipped']}).", ""]
+    if not syscalls:
+        return []
+    lines = [
+        "System calls per request, from `strace -c -f` attached to every server thread over "
+        f"{next(iter(syscalls.values()))['requests']} requests sent one after the other on one keep-alive connection "
+        "(so each request's own calls; under load one epoll wait serves several). Idle threads' calls in the window "
+        "are counted too.",
+        "",
+        "| scenario | calls per request | the most called |",
+        "|---|---:|---|",
+    ]
+    for row in syscalls.values():
+        top = ", ".join(f"{name} {value:.2f}" for name, value in list(row["bySyscall"].items())[:8])
+        lines.append(f"| {row['label']} | {row['perRequest']:.2f} | {top} |")
+    return lines + [""]
+
+
 def _attested(attested: dict | None, skipped: str | None) -> list[str]:
     """How the attested request was counted, and its challenge's own figure."""
     if skipped:
@@ -174,6 +196,7 @@ def markdown(report: dict) -> str:
     elif "skipped" in instructions:
         lines += [f"Instructions (callgrind): skipped ({instructions['skipped']}).", ""]
     lines += _profile(report.get("profile", {}))
+    lines += _syscalls(report.get("syscalls", {}))
     peer = report.get("peer", {})
     lines += ["## Against the peer", ""]
     if "ratios" in peer:

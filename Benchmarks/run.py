@@ -1649,6 +1649,78 @@ def perf_profile(args: argparse.Namespace, binary: str, config: Path, directory:
     return figures
 
 
+# ---------------------------------------------------------------------------------------------
+# System calls per request (issue 24): what the kernel is asked for, request by request
+
+SYSCALL_BATCH = 500
+
+
+def strace_missing() -> str | None:
+    """Why strace cannot count this machine's system calls, or None when it can."""
+    if shutil.which("strace") is None:
+        return "strace is not installed (make bench installs it)"
+    probe = subprocess.run(["strace", "-c", "-o", "/dev/null", "--", "true"], capture_output=True, text=True,
+                           timeout=COMMAND_TIMEOUT, check=False)
+    if probe.returncode != 0:
+        return f"strace failed ({probe.stderr.strip()[:300] or probe.returncode})"
+    return None
+
+
+def strace_counts(path: Path) -> dict[str, int]:
+    """The calls per system call of an `strace -c` summary (errors included: a call is a call)."""
+    counts: dict[str, int] = {}
+    for line in path.read_text(encoding="utf-8", errors="replace").splitlines():
+        fields = line.split()
+        # "% time  seconds  usecs/call  calls  [errors]  syscall"; the total line's last word is "total".
+        if len(fields) >= 5 and re.match(r"^[0-9.]+$", fields[0]) and fields[-1] != "total":
+            counts[fields[-1]] = int(fields[3])
+    return counts
+
+
+def syscall_profile(binary: str, config: Path, directory: Path, plan: list[Scenario]) -> dict:
+    """For each scenario of `plan`, the release server's system calls over SYSCALL_BATCH requests sent one after the
+    other on one keep-alive connection (as callgrind's batch is): `strace -c -f` attached to every thread after a
+    warm-up and detached after the batch, its counts over the batch. Sequential requests show each request's own
+    calls (under load, one epoll wait serves several); the counts include what idle threads did meanwhile."""
+    server = Server(binary, config, directory)
+    figures: dict = {}
+    try:
+        for scenario in plan:
+            bodies = ([line for line in scenario.bodies.read_text(encoding="utf-8").splitlines() if line]
+                      if scenario.bodies else [scenario.body] if scenario.body else [])
+            callgrind_batch(server.port, scenario, bodies, CALLGRIND_WARMUP)
+            output = directory / f"strace.{scenario.key}.txt"
+            tracer = subprocess.Popen(
+                ["strace", "-c", "-f", "-qq", "-o", str(output), "-p", str(server.process.pid)],
+                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+            try:
+                time.sleep(0.5)  # strace attaches to each thread in turn
+                callgrind_batch(server.port, scenario, bodies, SYSCALL_BATCH)
+                tracer.send_signal(signal.SIGINT)
+                _, errors = tracer.communicate(timeout=60)
+            except BaseException:
+                tracer.kill()
+                tracer.wait()
+                raise
+            counts = strace_counts(output)
+            if not counts:
+                raise BenchError(f"strace {scenario.label}: no counts ({errors.strip()[:300]})")
+            per_request = {name: calls / SYSCALL_BATCH for name, calls in sorted(
+                counts.items(), key=lambda item: -item[1])}
+            figures[scenario.key] = {
+                "label": scenario.label, "requests": SYSCALL_BATCH,
+                "perRequest": sum(counts.values()) / SYSCALL_BATCH, "bySyscall": per_request,
+            }
+            top = ", ".join(f"{name} {value:.2f}" for name, value in list(per_request.items())[:6])
+            print(f"  {scenario.label}: {sum(counts.values()) / SYSCALL_BATCH:.2f} system calls per request ({top})",
+                  flush=True)
+    except BaseException:
+        server.abort()
+        raise
+    server.stop_cleanly("the server under strace")
+    return figures
+
+
 def instruction_ratios(requests: dict, floor: dict) -> dict:
     """Each scenario's instructions per request over its floor: bare HTTP (`/livez`) for /livez; one ES256 signature
     + bare HTTP for the JWS; one signature + two verifications (the transaction's and the renewal info's) + bare HTTP
@@ -1848,6 +1920,7 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     parser.add_argument("--no-peer", action="store_true", help="leave out the peer (Benchmarks/peer)")
     parser.add_argument("--no-callgrind", action="store_true", help="leave out the instruction counts (callgrind)")
     parser.add_argument("--no-perf", action="store_true", help="leave out the CPU profile by library (perf)")
+    parser.add_argument("--no-strace", action="store_true", help="leave out the system calls per request (strace)")
     parser.add_argument("--report", default=str(Path(__file__).resolve().parent / "results"),
                         help="where to write report.md, throughput.png and latency.png (default Benchmarks/results)")
     parser.add_argument(
@@ -2025,6 +2098,19 @@ def main(argv: list[str]) -> int:
                 except BenchError as error:
                     print(f"warning: perf failed, the profile left out: {error}", file=sys.stderr)
                     profile = {"skipped": f"failed: {str(error)[:2000]}"}
+            # System calls per request, for the same scenarios.
+            syscalls: dict = {}
+            missing = "--no-strace" if args.no_strace else strace_missing()
+            if missing:
+                syscalls = {"skipped": missing}
+                print(f"system calls skipped: {missing}", flush=True)
+            else:
+                print(f"strace: system calls per request over {SYSCALL_BATCH} sequential requests ...", flush=True)
+                try:
+                    syscalls = syscall_profile(binary, config_path, directory, profile_plan)
+                except BenchError as error:
+                    print(f"warning: strace failed, the system calls left out: {error}", file=sys.stderr)
+                    syscalls = {"skipped": f"failed: {str(error)[:2000]}"}
     except (BenchError, report_scenario.ReportsError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 1
@@ -2102,6 +2188,7 @@ def main(argv: list[str]) -> int:
         "cpuFloors": cpu_floors,
         "instructions": instructions,
         "profile": profile,
+        "syscalls": syscalls,
         "peer": peer,
         "targets": target_rows,
         "ledger": recording,
