@@ -1146,17 +1146,23 @@ PEER_SERVER = Path(__file__).resolve().parent / "peer" / "server.py"
 PEER_KEYS = ["promotional_jws", "promotional_verified"]
 
 
-def peer_missing() -> str | None:
-    """Why the peer cannot run here, or None."""
+def python_parts_missing(script: Path, modules: tuple[str, ...]) -> str | None:
+    """Why `script` (a file of this repository) cannot be used by the Python running this one: it is not there, or
+    one of `modules` is not installed. None when it can."""
     import importlib.util
 
-    if not PEER_SERVER.exists():
-        return f"{PEER_SERVER.relative_to(PEER_SERVER.parents[2])} is not there"
-    missing = [name for name in ("appstoreserverlibrary", "uvicorn") if importlib.util.find_spec(name) is None]
+    if not script.exists():
+        return f"{script.relative_to(Path(__file__).resolve().parent.parent)} is not there"
+    missing = [name for name in modules if importlib.util.find_spec(name) is None]
     if missing:
         return (f"{sys.executable} has no {' or '.join(missing)} (pip install -r Benchmarks/requirements.txt into "
                 "the venv that runs this script)")
     return None
+
+
+def peer_missing() -> str | None:
+    """Why the peer cannot run here, or None."""
+    return python_parts_missing(PEER_SERVER, ("appstoreserverlibrary", "uvicorn"))
 
 
 class Peer(ProcessFigures):
@@ -1419,15 +1425,7 @@ PROMOTIONAL_PATH = "/v1/signatures/promotional-offer"
 
 def app_attest_missing() -> str | None:
     """Why attestations and assertions cannot be made here, or None."""
-    import importlib.util
-
-    if not APP_ATTEST_MAKER.exists():
-        return f"{APP_ATTEST_MAKER.relative_to(APP_ATTEST_MAKER.parents[3])} is not there"
-    missing = [name for name in ("cbor2", "cryptography") if importlib.util.find_spec(name) is None]
-    if missing:
-        return (f"{sys.executable} has no {' or '.join(missing)} (pip install -r Benchmarks/requirements.txt into "
-                "the venv that runs this script)")
-    return None
+    return python_parts_missing(APP_ATTEST_MAKER, ("cbor2", "cryptography"))
 
 
 def attested_deployment(binary: str, directory: Path, config_path: Path) -> tuple[Path, object]:
