@@ -26,6 +26,10 @@ struct GroupCounts {
 
     private var places: [Offer: Places] = [:]
     private var issued: [Offer: Int] = [:]
+    /// The budget leases the group spends from, by offer (`BudgetLeases`; PostgreSQL): none on SQLite.
+    var leases: [Offer: BudgetLease] = [:]
+    /// The places the group took from each lease, spent at its end.
+    var leaseTaken: [Offer: Int] = [:]
 
     /// The places last counted for `offer` in this group, if any.
     func places(of offer: Offer) -> Places? { places[offer] }

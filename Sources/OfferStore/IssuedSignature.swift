@@ -24,6 +24,10 @@ public struct IssuedSignature: Sendable, Equatable {
     /// How long the signature holds a place against its offer's limits, in milliseconds: the offer's
     /// `signatureTTL`, used to count when it is recorded (not stored: counts always use the offer's current one).
     public var signatureTTL: Int64
+    /// The offer's `limits.total`, when it has one: the ledger counts the offer's places against it (on SQLite under
+    /// its one writer; on PostgreSQL through budget leases, `SQLLedger+Leases`). Without it the offer has no total and
+    /// its places are not counted: `OfferUsage`'s offer counts are 0 for the admission. Not stored.
+    public var budget: Int?
     /// The customer's exposure to the offer the signature is for, recorded with it (its signature issued, when it is
     /// admitted); `nil` when the decision exposed no one.
     public var exposure: Exposure?
@@ -55,8 +59,9 @@ public struct IssuedSignature: Sendable, Equatable {
         bundleId: String, offerId: String, productId: String, customerKey: String?, nonce: String, keyId: String,
         format: String, issuedAt: Int64, requestId: String? = nil, idempotency: Idempotency? = nil,
         namespace: LedgerNamespace = .production, signatureTTL: Int64 = OfferLimits.defaultSignatureTTL,
-        exposure: Exposure? = nil
+        budget: Int? = nil, exposure: Exposure? = nil
     ) {
+        self.budget = budget
         self.exposure = exposure
         self.idempotency = idempotency
         self.namespace = namespace

@@ -21,12 +21,17 @@ public protocol Ledger: UsageCounts, RedemptionLog, SubscriptionStates, Signatur
     var backendName: String { get }
     /// How group commit has gone, for `/metrics`; `nil` for one that does not commit in groups.
     var commitStatistics: CommitStatistics? { get }
+    /// Gives back the places of offers' budgets this replica leased and did not use (`SQLLedger+Leases`), at a
+    /// clean stop, once nothing is recorded any more: the other replicas may use them at once instead of after the
+    /// leases expire.
+    func giveBackLeases() throws(LedgerError)
 }
 
 /// The signatures the service issued: recorded with their admission, found again by nonce and by `Idempotency-Key`.
 public protocol SignatureLog: Sendable {
     /// In one atomic step (a transaction, a lock): counts the usage for `signature.usageKey` (its offer and
-    /// customer at `issuedAt`), calls `admit` with it, and records `signature` only if `admit` returned true.
+    /// customer at `issuedAt`; the offer's places only when the signature names its `budget`), calls `admit` with
+    /// it, and records `signature` only if `admit` returned true.
     /// Without `admit` (an offer without limits) nothing is counted and the signature is recorded, its outcome's
     /// usage `.none`.
     /// `completion` is called once, from any thread, when the record is durable (committed) or refused, or the

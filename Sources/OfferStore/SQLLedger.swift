@@ -32,11 +32,14 @@ public final class SQLLedger: Ledger {
     /// change stamp says nothing else wrote (SQLite), so an offer's places are counted in full once and then only
     /// corrected.
     private let kept = Mutex<(counts: GroupCounts, stamp: [Int64]?)>((GroupCounts(), nil))
+    /// The places of offers' budgets this replica leases (where writers write at once: `SQLLedger+Leases`).
+    let leases: BudgetLeases
 
     init(_ database: any SQLDatabase, backendName: String) {
         self.database = database
         self.backendName = backendName
         let dialect = database.dialect
+        leases = BudgetLeases(enabled: dialect.concurrentWriters)
         writer = GroupCommit(
             label: "offer-signer.ledger.\(dialect.name)-writer", largestGroup: dialect.concurrentWriters ? 64 : .max)
         notifications = DispatchQueue(
@@ -74,6 +77,8 @@ public final class SQLLedger: Ledger {
         try (database as? SQLiteDatabase)?.synchronousSetting()
     }
 
+    public func giveBackLeases() throws(LedgerError) { try leases.giveBack(database) }
+
     public func checkReadiness() throws(LedgerError) {
         try database.checkReadiness(after: writer.lastFault)
     }
@@ -88,35 +93,48 @@ public final class SQLLedger: Ledger {
     }
 
     /// Every count in one statement, so they come from one snapshot. The offer's places are counted in full only the
-    /// first time in a group: after that the statement corrects the places `counts` kept.
+    /// first time in a group: after that the statement corrects the places `counts` kept. With `countOffer` false
+    /// the offer is not counted (its figures are 0).
     static func usage(
-        _ transaction: any SQLTransaction, _ key: UsageKey, _ counts: inout GroupCounts
+        _ transaction: any SQLTransaction, _ key: UsageKey, _ counts: inout GroupCounts, countOffer: Bool = true
     ) throws(LedgerError) -> OfferUsage {
-        let (usage, places) = try usage(transaction.rows(Query.usage, usageValues(key, counts)))
-        counts.remember(places, of: GroupCounts.Offer(app: key.storedApp, offerId: key.offerId))
+        let (usage, _, after) = try counted(
+            transaction.rows(Query.usage, usageValues(key, counts, countOffer: countOffer)))
+        if countOffer {
+            counts.remember(
+                GroupCounts.Places(after: after, count: usage.offerReservations),
+                of: GroupCounts.Offer(app: key.storedApp, offerId: key.offerId))
+        }
         return usage
     }
 
-    /// `Query.usage`'s values for `key`, with the places `counts` kept for its offer, if any.
-    private static func usageValues(_ key: UsageKey, _ counts: GroupCounts) -> [SQLValue] {
+    /// `Query.usage`'s values for `key`, with the places `counts` kept for its offer, if any; `replica` names the
+    /// leases counted apart (`own_leased`).
+    static func usageValues(
+        _ key: UsageKey, _ counts: GroupCounts, countOffer: Bool = true, replica: String? = nil
+    ) -> [SQLValue] {
         let known = counts.places(of: GroupCounts.Offer(app: key.storedApp, offerId: key.offerId))
         return [
             .text(key.storedApp), .text(key.offerId), .text(key.customerKey), .integer(key.reservationStart),
             .integer(key.lastDayStart), .integer(known?.after), .integer(known.map { Int64($0.count) }),
+            .integer(countOffer ? 1 : 0), .integer(key.now), .text(replica),
         ]
     }
 
-    /// The counts in `Query.usage`'s rows, and the offer's places with the moment they were counted from.
-    private static func usage(_ rows: [SQLRow]) throws(LedgerError) -> (OfferUsage, GroupCounts.Places) {
+    /// The counts in `Query.usage`'s rows, the unused places of the replica's own lease, and the moment the offer's
+    /// places are counted from.
+    static func counted(
+        _ rows: [SQLRow]
+    ) throws(LedgerError) -> (usage: OfferUsage, ownLeased: Int, after: Int64) {
         guard let row = rows.first, let after = row.integer("after") else {
             throw LedgerError("statement \(Query.usage.name) returned no row where one was expected")
         }
         let usage = OfferUsage(
             customerSignatures: row.int("customer_signatures"), customerRedemptions: row.int("customer_redemptions"),
             customerGranted: row.int("granted"), offerReservations: row.int("offer_places"),
-            offerRedemptions: row.int("offer_redemptions"), customerSignaturesLastDay: row.int("last_day"),
-            customerOldestLastDay: row.integer("oldest"))
-        return (usage, GroupCounts.Places(after: after, count: usage.offerReservations))
+            offerRedemptions: row.int("offer_redemptions"), offerLeased: row.int("leased"),
+            customerSignaturesLastDay: row.int("last_day"), customerOldestLastDay: row.integer("oldest"))
+        return (usage, row.int("own_leased"), after)
     }
 
     // MARK: - Recording signatures
@@ -179,33 +197,38 @@ public final class SQLLedger: Ledger {
     /// ahead as if each were recorded (no earlier answer, admitted): their statements, the same as one by one would
     /// run, all go in one round trip, and the commit follows only if every record was indeed recorded; otherwise the
     /// transaction is rolled back and the group goes again one record after the other (and `speculating` is off).
-    private func commitTogether(_ group: [GroupCommit.Pending]) throws(LedgerError) -> GroupCommit.Attempt {
+    private func commitTogether(
+        _ group: [GroupCommit.Pending], leaseLost: Bool = false
+    ) throws(LedgerError) -> GroupCommit.Attempt {
         let speculate = database.dialect.pipelines && speculating.load(ordering: .relaxed)
+        let plan = leases.plan(group)
         var counts = GroupCounts()
         var stamp: [Int64]?
         do {
             let results = try database.attempt {
                 (transaction) throws(LedgerError) -> [Result<LedgerOutcome, LedgerError>] in
-                try transaction.lock(Self.locks(group))
+                try transaction.lock(Self.locks(group) + plan.locks)
                 stamp = try transaction.changeStamp()
                 kept.withLock { kept in if let stamp, stamp == kept.stamp { counts = kept.counts } }
+                try leases.acquire(plan, transaction, &counts)
                 var results: [Result<LedgerOutcome, LedgerError>] = []
                 results.reserveCapacity(group.count)
                 var next = group.startIndex
                 while next < group.endIndex {
                     let pending = group[next]
                     next += 1
-                    results.append(.success(try Self.record(transaction, pending, &counts)))
+                    results.append(.success(try record(transaction, pending, &counts)))
                     guard speculate, pending.admit != nil || pending.signature?.idempotency != nil,
                         next < group.endIndex
                     else { continue }
-                    guard let rest = try Self.speculation(transaction, group[next...], &counts) else {
+                    guard let rest = try speculation(transaction, group[next...], &counts) else {
                         throw Self.speculationFailed
                     }
                     results += rest
                     next = group.endIndex
                 }
                 results = try Self.expose(transaction, group, results)
+                try leases.spend(counts, now: plan.now, transaction)
                 for total in counts.takeTotals() {
                     try transaction.write(
                         Query.addToTotal,
@@ -214,6 +237,7 @@ public final class SQLLedger: Ledger {
                 stamp = try transaction.changeStamp()
                 return results
             }
+            leases.keep(counts)
             kept.withLock { $0 = (counts, stamp) }
             if !speculate, database.dialect.pipelines, results.allSatisfy({ (try? $0.get())?.recorded == true }) {
                 speculating.store(true, ordering: .relaxed)
@@ -224,7 +248,11 @@ public final class SQLLedger: Ledger {
             switch error {
             case .statement(let failure) where failure.description == Self.speculationFailed.description:
                 speculating.store(false, ordering: .relaxed)
-                return try commitTogether(group)
+                return try commitTogether(group, leaseLost: leaseLost)
+            case .statement(let failure) where failure.kind == .leaseLost && !leaseLost:
+                // A lease this group spent from expired or was taken back by another replica: take it again.
+                leases.forget(plan.needs.keys)
+                return try commitTogether(group, leaseLost: true)
             case .statement(let failure) where !failure.isStoreFault:
                 return .recordFailed(failure)
             case .statement(let failure), .commit(let failure):
@@ -236,36 +264,49 @@ public final class SQLLedger: Ledger {
     /// `rest` sent ahead as if each record were recorded: for each, the statements `record` would run when it is
     /// (its reads, its writes), in one round trip. Returns the records' outcomes when each read bears that out (no
     /// earlier answer under its key, admitted on its counts); `nil` when one does not.
-    private static func speculation(
+    private func speculation(
         _ transaction: any SQLTransaction, _ rest: ArraySlice<GroupCommit.Pending>, _ counts: inout GroupCounts
     ) throws(LedgerError) -> [Result<LedgerOutcome, LedgerError>]? {
-        // Where each record's reads come in the round trip's results.
-        var reads: [(previous: Int?, usage: Int?)] = []
+        // Where each record's reads come in the round trip's results, and what its lease tells of its offer.
+        var reads: [(previous: Int?, usage: Int?, lease: BudgetLease?)] = []
         for pending in rest {
-            var read: (previous: Int?, usage: Int?) = (nil, nil)
+            var read: (previous: Int?, usage: Int?, lease: BudgetLease?) = (nil, nil, nil)
             guard let signature = pending.signature else {
                 reads.append(read)
                 continue
             }
             if let idempotency = signature.idempotency {
                 read.previous = try transaction.readLater(
-                    Query.previousAnswer, previousAnswerValues(signature, idempotency))
+                    Query.previousAnswer, Self.previousAnswerValues(signature, idempotency))
                 try transaction.write(Query.releaseIdempotencyKey, [.text(signature.bundleId), .text(idempotency.key)])
             }
             if pending.admit != nil {
-                read.usage = try transaction.readLater(Query.usage, usageValues(signature.usageKey, counts))
+                let offer = GroupCounts.Offer(app: signature.storedApp, offerId: signature.offerId)
+                let leased = leases.spends(pending) ? counts.leases[offer] : nil
+                if let lease = leased {
+                    // Sent ahead as admitted: it takes its place now, or the group goes again one by one.
+                    guard counts.takeLeasedPlace(offer) else { return nil }
+                    read.lease = lease
+                }
+                if leased == nil || signature.customerKey != nil {
+                    read.usage = try transaction.readLater(
+                        Query.usage,
+                        Self.usageValues(
+                            signature.usageKey, counts, countOffer: signature.budget != nil && leased == nil))
+                }
             }
-            try insert(transaction, signature)
+            try Self.insert(transaction, signature)
             counts.recorded(signature)
             reads.append(read)
         }
         let answers = try transaction.send()
         var outcomes: [Result<LedgerOutcome, LedgerError>] = []
         for (pending, read) in zip(rest, reads) {
-            if let previous = read.previous, try previousAnswer(answers[previous]) != nil { return nil }
+            if let previous = read.previous, try Self.previousAnswer(answers[previous]) != nil { return nil }
             var usage = OfferUsage.none
-            if let admit = pending.admit, let index = read.usage {
-                usage = try Self.usage(answers[index]).0
+            if let admit = pending.admit {
+                if let index = read.usage { usage = try Self.counted(answers[index]).usage }
+                read.lease?.apply(to: &usage)
                 guard admit(usage) else { return nil }
             }
             outcomes.append(.success(LedgerOutcome(recorded: true, usage: usage)))
@@ -287,13 +328,15 @@ public final class SQLLedger: Ledger {
         return .success(LedgerOutcome(recorded: false, usage: .none, previous: previous))
     }
 
-    private static func record(
+    /// Records one signature in the group's transaction: its `Idempotency-Key`'s earlier answer, if any, instead;
+    /// otherwise admitted on its counts (a leased budget's from its lease, `SQLLedger+Leases`), then inserted.
+    private func record(
         _ transaction: any SQLTransaction, _ pending: GroupCommit.Pending, _ counts: inout GroupCounts
     ) throws(LedgerError) -> LedgerOutcome {
         guard let signature = pending.signature else { return LedgerOutcome(recorded: true, usage: .none) }
         if let idempotency = signature.idempotency {
-            if let previous = try previousAnswer(
-                transaction.rows(Query.previousAnswer, previousAnswerValues(signature, idempotency)))
+            if let previous = try Self.previousAnswer(
+                transaction.rows(Query.previousAnswer, Self.previousAnswerValues(signature, idempotency)))
             {
                 return LedgerOutcome(recorded: false, usage: .none, previous: previous)
             }
@@ -302,10 +345,18 @@ public final class SQLLedger: Ledger {
         }
         var usage = OfferUsage.none
         if let admit = pending.admit {
-            usage = try Self.usage(transaction, signature.usageKey, &counts)
-            guard admit(usage) else { return LedgerOutcome(recorded: false, usage: usage) }
+            let offer = GroupCounts.Offer(app: signature.storedApp, offerId: signature.offerId)
+            let lease = leases.spends(pending) ? counts.leases[offer] : nil
+            if lease == nil || signature.customerKey != nil {
+                usage = try Self.usage(
+                    transaction, signature.usageKey, &counts, countOffer: signature.budget != nil && lease == nil)
+            }
+            lease?.apply(to: &usage)
+            guard admit(usage), lease == nil || counts.takeLeasedPlace(offer) else {
+                return LedgerOutcome(recorded: false, usage: usage)
+            }
         }
-        try insert(transaction, signature)
+        try Self.insert(transaction, signature)
         counts.recorded(signature)
         return LedgerOutcome(recorded: true, usage: usage)
     }
@@ -334,12 +385,13 @@ public final class SQLLedger: Ledger {
         static let idempotencyKey: Int32 = 0x4F53_4C03
     }
 
-    /// The locks for a group: each offer, each customer of a record that is limited (counted), each idempotency key.
+    /// The locks for a group's records: each customer of a record that is limited (counted), each idempotency key.
+    /// An offer's lock is taken only to lease places of its budget (`BudgetLeases.Plan.locks`): on SQLite the write
+    /// lock covers the offer's count, and a signature without a budget has no offer count to keep.
     static func locks(_ group: [GroupCommit.Pending]) -> [SQLLock] {
         var locks: [SQLLock] = []
         for pending in group {
             guard let signature = pending.signature else { continue }
-            locks.append(SQLLock(LockClass.offer, signature.storedApp, signature.offerId))
             if pending.admit != nil, let customerKey = signature.customerKey {
                 locks.append(SQLLock(LockClass.customer, signature.storedApp, customerKey))
             }
@@ -440,13 +492,15 @@ public final class SQLLedger: Ledger {
         /// the customer's signatures for the app since the start of the last day (`issued_by_customer_time`), and
         /// the moment the places are counted from. A NULL customer counts 0. With $6 and $7 (places after $6 counted
         /// earlier in the transaction, `GroupCounts`), the places are $7 corrected by those issued between $6 and the
-        /// moment, instead of counted again. The grants and resets are read by scalar subqueries in a subquery
+        /// moment, instead of counted again. With $8 = 0 the offer is not counted (a signature without a budget, or
+        /// one whose budget is leased): its places, redemptions and leases are 0. `leased` is the places of unexpired
+        /// leases (at $9) of every replica but $10; `own_leased`, $10's. The grants and resets are read by scalar subqueries in a subquery
         /// without aggregates, which SQLite runs as a co-routine rather than a table it materializes every time.
         static let usage = SQLStatement(
             "ledger_usage",
             """
             SELECT
-                CASE WHEN $6 IS NULL THEN
+                CASE WHEN $8 = 0 THEN 0 WHEN $6 IS NULL THEN
                     (SELECT count(*) FROM issued_signatures
                         WHERE bundle_id = $1 AND offer_id = $2 AND redeemed_at_ms IS NULL
                             AND issued_at_ms > CASE WHEN $4 > a.offer_reset THEN $4 ELSE a.offer_reset END)
@@ -458,8 +512,16 @@ public final class SQLLedger: Ledger {
                         WHERE bundle_id = $1 AND offer_id = $2 AND redeemed_at_ms IS NULL AND issued_at_ms > $6
                             AND issued_at_ms <= CASE WHEN $4 > a.offer_reset THEN $4 ELSE a.offer_reset END)
                 END AS offer_places,
-                (SELECT coalesce(sum(redeemed), 0) FROM offer_totals WHERE bundle_id = $1 AND offer_id = $2) - a.base
-                    AS offer_redemptions,
+                CASE WHEN $8 = 0 THEN 0 ELSE
+                    (SELECT coalesce(sum(redeemed), 0) FROM offer_totals WHERE bundle_id = $1 AND offer_id = $2) - a.base
+                END AS offer_redemptions,
+                CASE WHEN $8 = 0 THEN 0 ELSE
+                    (SELECT coalesce(sum(places), 0) FROM offer_leases
+                        WHERE bundle_id = $1 AND offer_id = $2 AND expires_at_ms > $9 AND ($10 IS NULL OR replica_id <> $10))
+                END AS leased,
+                (SELECT coalesce(sum(places), 0) FROM offer_leases
+                    WHERE $10 IS NOT NULL AND bundle_id = $1 AND offer_id = $2 AND replica_id = $10 AND expires_at_ms > $9)
+                    AS own_leased,
                 (SELECT count(*) FROM issued_signatures
                     WHERE $3 IS NOT NULL AND bundle_id = $1 AND offer_id = $2 AND customer_key = $3
                         AND redeemed_at_ms IS NULL

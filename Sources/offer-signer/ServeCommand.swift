@@ -137,6 +137,19 @@ enum ServeCommand {
         }
         var services: [any Service] = [
             runtime,
+            // Stopped after the listener, once nothing is recorded any more: the budgets' places this replica leased
+            // and did not use go back at once, not when the leases expire.
+            ServiceSteps(
+                start: {},
+                stop: {
+                    do throws(LedgerError) {
+                        try ledger?.giveBackLeases()
+                    } catch {
+                        log.error(
+                            "leased places not given back: they come back when the leases expire",
+                            [("kind", error.kind.rawValue), ("error", error.description)])
+                    }
+                }),
             ServiceSteps(
                 start: {
                     do throws(ServerError) {

@@ -750,8 +750,8 @@ struct AdminStoreTests {
             ledger = try SQLLedger(sqlite: sqlitePath)
             admin = try SQLAdminStore(sqlite: sqlitePath)
         }
-        #expect(SQLSchema.currentVersion(.sqlite) == 12)
-        #expect(try Self.schemaVersion(sqlitePath) == ["12"])
+        #expect(SQLSchema.currentVersion(.sqlite) == 13)
+        #expect(try Self.schemaVersion(sqlitePath) == ["13"])
         try LedgerTests.add(LedgerTests.signature("a"), to: ledger)
         try Self.publish(admin, after: 0)
         #expect(try ledger.usage(LedgerTests.key("a")).customerSignatures == 1)
@@ -773,7 +773,7 @@ struct AdminStoreTests {
             VALUES ('com.example', 'o1', 'a', 'n1', 'K', 'jws', 1800000000000)
             """)
         let admin = try SQLAdminStore(sqlite: sqlitePath)
-        #expect(try Self.schemaVersion(sqlitePath) == ["12"])
+        #expect(try Self.schemaVersion(sqlitePath) == ["13"])
         try Self.publish(admin, after: 0)
         #expect(try SQLLedger(sqlite: sqlitePath).signature(nonce: "n1")?.customerKey == "a")
     }
@@ -796,7 +796,10 @@ struct AdminStoreTests {
             ledger = try SQLLedger(postgresql: schema.configuration(), connections: 2)
             admin = try SQLAdminStore(postgresql: schema.configuration())
         }
-        #expect(try schema.superuser().rows(Self.versions) == [["1"], ["2"], ["3"], ["4"], ["5"], ["6"], ["7"], ["8"]])
+        #expect(
+            try schema.superuser().rows(Self.versions) == [
+                ["1"], ["2"], ["3"], ["4"], ["5"], ["6"], ["7"], ["8"], ["9"],
+            ])
         try LedgerTests.add(LedgerTests.signature("a"), to: ledger)
         try Self.publish(admin, after: 0)
         #expect(try ledger.usage(LedgerTests.key("a")).customerSignatures == 1)

@@ -27,7 +27,11 @@ struct PostgreSQLLedgerTests {
     ) -> [Result<LedgerOutcome, LedgerError>] {
         let outcomes = Mutex<[Result<LedgerOutcome, LedgerError>]>([])
         onThreads(signatures.count) { (index: Int) in
-            let signature = signatures[index]
+            let signature = {
+                var signature = signatures[index]
+                signature.budget = limits?.total
+                return signature
+            }()
             let ledger = ledgers[index % ledgers.count]
             var admit: (@Sendable (OfferUsage) -> Bool)? = nil
             if let limits {
@@ -150,7 +154,7 @@ struct PostgreSQLLedgerTests {
         #expect(try ledger.signature(nonce: "after") != nil)
     }
 
-    @Test("every advisory lock a group takes is sorted and named once")
+    @Test("every advisory lock a group takes is sorted and named once; an offer's only to lease its budget")
     func locks() {
         var keyed = LedgerTests.signature("a", offer: "o2")
         keyed.idempotency = .init(key: "k", requestHash: "h", answer: [], validFrom: 0)
@@ -166,11 +170,18 @@ struct PostgreSQLLedgerTests {
         let offer = SQLLedger.LockClass.offer
         let customer = SQLLedger.LockClass.customer
         let idempotency = SQLLedger.LockClass.idempotencyKey
-        let expected = [
-            SQLLock(offer, "com.example", "o1"), SQLLock(offer, "com.example", "o2"),
-            SQLLock(customer, "com.example", "a"), SQLLock(idempotency, "com.example", "k"),
-        ].sorted()
+        let expected = [SQLLock(customer, "com.example", "a"), SQLLock(idempotency, "com.example", "k")].sorted()
         #expect(locks == expected)
+        // A group of limited records with a budget and no lease takes its offer's lock, once.
+        let budgeted = zip(signatures, limited).map { signature, limited in
+            var signature = signature
+            signature.budget = limited ? 10 : nil
+            return GroupCommit.Pending(signature: signature, admit: limited ? admitAll : nil, completion: { _ in })
+        }
+        let plan = BudgetLeases(enabled: true).plan(budgeted)
+        #expect(plan.locks == [SQLLock(offer, "com.example", "o1")])
+        #expect(plan.needs[GroupCounts.Offer(app: "com.example", offerId: "o1")]?.records == 2)
+        #expect(BudgetLeases(enabled: false).plan(budgeted).locks.isEmpty)
         // FNV-1a of "com.example\0o1": fixed forever, replicas of every release must agree.
         #expect(SQLLock(offer, "com.example", "o1").key == Self.fnv1a(Array("com.example\u{0}o1".utf8)))
         #expect(SQLLock(offer, "ab", "c") != SQLLock(offer, "a", "bc"))
@@ -196,7 +207,8 @@ struct PostgreSQLLedgerTests {
     func schemaVersion() throws {
         _ = try replicas()
         let versions = PostgreSQLStatement("versions", "SELECT version::text FROM schema_version ORDER BY version")
-        #expect(try schema.superuser().rows(versions) == [["1"], ["2"], ["3"], ["4"], ["5"], ["6"], ["7"], ["8"]])
-        #expect(SQLSchema.migrations(.postgresql).map(\.version) == [1, 2, 3, 4, 5, 6, 7, 8])
+        #expect(
+            try schema.superuser().rows(versions) == [["1"], ["2"], ["3"], ["4"], ["5"], ["6"], ["7"], ["8"], ["9"]])
+        #expect(SQLSchema.migrations(.postgresql).map(\.version) == [1, 2, 3, 4, 5, 6, 7, 8, 9])
     }
 }

@@ -27,6 +27,10 @@ public struct LedgerError: Error, Sendable, CustomStringConvertible {
         /// The stored data is damaged, or the file is not a database (SQLite `SQLITE_CORRUPT`, `SQLITE_NOTADB`).
         /// Not transient: an operator must restore the ledger.
         public static let corrupt = Kind(rawValue: "corrupt")
+        /// A statement's guard refused its write and rolled the transaction back (SQLSTATE 22012, which only the
+        /// guard of a budget lease raises: the lease this replica spends from expired, was taken back or is
+        /// spent). The ledger takes a new lease and commits the group again.
+        public static let leaseLost = Kind(rawValue: "lease_lost")
     }
 
     public let kind: Kind

@@ -5,8 +5,8 @@
 /// - `perCustomer`: the customer's places (redemptions, plus signatures neither redeemed nor expired) must stay
 ///   below the limit, raised by what ops granted the customer. Without a verified customer there is nobody to
 ///   count for, so a `perCustomer` limit refuses (`per_customer_limit_reached`).
-/// - `total`: the offer's places, every customer together (redemptions plus reservations), must stay below the
-///   limit (`total_limit_reached`).
+/// - `total`: the offer's places, every customer together (redemptions plus reservations, plus the places replicas
+///   hold in leases and have not used yet), must stay below the limit (`total_limit_reached`).
 /// - The abuse guard (`dailyAllowance`), per app and customer over a rolling day, is not an offer limit: it
 ///   answers 429, not a decision.
 public enum LimitPolicy {
@@ -36,11 +36,13 @@ public enum LimitPolicy {
                     expected: expected, path: "\(path).limits.perCustomer"))
         }
         if let limit = limits.total {
-            let passed = usage.offerReservations + usage.offerRedemptions < limit
+            let passed = usage.offerReservations + usage.offerRedemptions + usage.offerLeased < limit
+            var observed = places(signatures: usage.offerReservations, redemptions: usage.offerRedemptions)
+            if usage.offerLeased > 0 { observed += ", \(usage.offerLeased) leased to replicas" }
             traces.append(
                 RuleTrace(
                     rule: rule, code: passed ? RuleTrace.passedCode : "total_limit_reached", passed: passed,
-                    observed: places(signatures: usage.offerReservations, redemptions: usage.offerRedemptions),
+                    observed: observed,
                     expected: "fewer than \(limit) in all", path: "\(path).limits.total"))
         }
         return traces

@@ -13,6 +13,9 @@ public struct OfferUsage: Sendable, Equatable {
     public var offerReservations: Int
     /// Redemptions of the offer, every customer together.
     public var offerRedemptions: Int
+    /// Places of the offer's `total` that replicas hold in leases and have not used yet (PostgreSQL; see
+    /// `SQLLedger`'s budget leases): held like reservations, so the budget is never given out twice. 0 on SQLite.
+    public var offerLeased: Int
     /// This customer's promotional offer signatures for any offer of the app issued in the 24 hours before `now`,
     /// one exactly 24 hours old excluded (see `UsageKey.lastDayStart`): the abuse guard's count. 0 without a
     /// customer.
@@ -25,7 +28,7 @@ public struct OfferUsage: Sendable, Equatable {
 
     public init(
         customerSignatures: Int = 0, customerRedemptions: Int = 0, customerGranted: Int = 0,
-        offerReservations: Int = 0, offerRedemptions: Int = 0, customerSignaturesLastDay: Int = 0,
+        offerReservations: Int = 0, offerRedemptions: Int = 0, offerLeased: Int = 0, customerSignaturesLastDay: Int = 0,
         customerOldestLastDay: Int64? = nil
     ) {
         self.customerSignatures = customerSignatures
@@ -33,6 +36,7 @@ public struct OfferUsage: Sendable, Equatable {
         self.customerGranted = customerGranted
         self.offerReservations = offerReservations
         self.offerRedemptions = offerRedemptions
+        self.offerLeased = offerLeased
         self.customerSignaturesLastDay = customerSignaturesLastDay
         self.customerOldestLastDay = customerOldestLastDay
     }

@@ -57,7 +57,8 @@ struct OfferIssuance: Sendable {
             bundleId: order.app.bundleId, offerId: offer.id, productId: order.productId,
             customerKey: order.customerKey, nonce: nonce, keyId: key.keyId, format: order.format.rawValue,
             issuedAt: context.now, requestId: context.requestId, idempotency: idempotency,
-            namespace: order.namespace, signatureTTL: offer.signatureTTL, exposure: order.exposure)
+            namespace: order.namespace, signatureTTL: offer.signatureTTL, budget: offer.limits?.total,
+            exposure: order.exposure)
         let outcome = try await self.record(record, answer: body, decision: order.decision, context)
         switch outcome {
         case .issued:
@@ -125,6 +126,10 @@ struct OfferIssuance: Sendable {
         // while its first request waited for the commit).
         if let previous = outcome.previous { return .repeated(previous) }
         switch admission?.refusal(outcome.usage) {
+        case nil where !outcome.recorded:
+            // The ledger did not record it and its counts do not say why: never hand out a signature unrecorded.
+            context.log.error("ledger failure", [("kind", "unrecorded"), ("error", "a signature was not recorded")])
+            throw OfferError.storageUnavailable
         case nil: return .issued(answer)
         case .rateLimited(let perDay, let wait)?:
             return .refused(OfferError.customerRateLimited(perDay: perDay, retryAfter: wait))

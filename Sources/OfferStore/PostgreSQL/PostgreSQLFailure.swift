@@ -47,6 +47,7 @@ enum PostgreSQLFailure {
         case "40001", "40P01": return .serializationFailure
         case "57014", "55P03": return .timeout
         case "53100": return .full
+        case "22012": return .leaseLost
         // admin_shutdown (pg_terminate_backend, a fast shutdown), crash_shutdown, cannot_connect_now.
         case "57P01", "57P02", "57P03": return .unavailable
         case let state? where state.hasPrefix("08"): return .unavailable

@@ -537,5 +537,22 @@ enum SQLSchema {
                 """,
             ]
         },
+        // Budget leases: places of an offer's `total` a replica holds (PostgreSQL, where replicas write at once), so a
+        // group commit takes the offer's lock once per block of places instead of once per group. SQLite's one
+        // writer counts exactly and never leases: the table stays empty there.
+        Step(sqlite: 13, postgresql: 9) { t in
+            [
+                """
+                CREATE TABLE offer_leases (
+                    bundle_id TEXT NOT NULL,
+                    offer_id TEXT NOT NULL,
+                    replica_id TEXT NOT NULL,
+                    places \(t.integer) NOT NULL CHECK (places >= 0),
+                    expires_at_ms \(t.integer) NOT NULL,
+                    PRIMARY KEY (bundle_id, offer_id, replica_id)
+                )\(t.keyedTable)
+                """
+            ]
+        },
     ]
 }

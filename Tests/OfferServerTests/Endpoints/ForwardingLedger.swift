@@ -7,6 +7,7 @@ class ForwardingLedger: Ledger, @unchecked Sendable {
     let memory = SQLLedger.inMemory()
 
     func usage(_ key: UsageKey) throws(LedgerError) -> OfferUsage { try memory.usage(key) }
+    func giveBackLeases() throws(LedgerError) { try memory.giveBackLeases() }
     func record(
         _ signature: IssuedSignature, admit: (@Sendable (OfferUsage) -> Bool)?,
         completion: @escaping @Sendable (Result<LedgerOutcome, LedgerError>) -> Void
