@@ -6,7 +6,9 @@ last units of a `total` budget, for the last unit of a budget one customer each,
 signature per customer; the answers must be exactly as many 200s as the limit allows and 403 `not_eligible`
 naming the limit for the rest. The database is then read with `psql` (not the service's own code): its rows are
 exactly the signatures handed out. Last, one replica is killed with SIGKILL under load: the other two keep
-answering 200, and every nonce any client received, from the killed one too, is in the ledger.
+answering 200, and every nonce any client received, from the killed one too, is in the ledger. And (issue 24) a
+replica killed while its budget lease holds unused places: the others never sign past the budget, those places are
+refused until the lease expires, then they are signed, and the ledger ends at exactly the budget.
 
 Each test has a database of its own (the `postgres_dsn` fixture) and its own three replicas."""
 
@@ -49,6 +51,8 @@ LAST_UNIT = "replicas_last_unit"  # the first 5 customers
 LAST_UNIT_TOTAL = 5
 ONCE = "replicas_once"  # one signature per customer
 LARGE_BUDGET = "replicas_large_budget"  # counted and recorded on every signature, never reached
+LEASED = "replicas_leased"  # a budget spent through leases while a replica holding one is killed
+LEASED_TOTAL = 300
 
 
 def write_config(path: Path, signing_key, dsn: str, testkit_dir: Path) -> Path:
@@ -71,6 +75,8 @@ def write_config(path: Path, signing_key, dsn: str, testkit_dir: Path) -> Path:
                  "requiresVerifiedCustomer": True, "limits": {"perCustomer": 1}},
                 {"id": LARGE_BUDGET, "type": "promotional", "productIds": [PRODUCT_MONTHLY],
                  "requiresVerifiedCustomer": False, "limits": {"total": 1_000_000}},
+                {"id": LEASED, "type": "promotional", "productIds": [PRODUCT_MONTHLY],
+                 "requiresVerifiedCustomer": False, "limits": {"total": LEASED_TOTAL}},
             ],
         }],
     }
@@ -231,3 +237,69 @@ def test_the_others_keep_serving_when_a_replica_is_killed(replicas, postgres_dsn
     unanswered = recorded - set(received)
     assert len(unanswered) <= len(on_victim), f"{len(unanswered)} recorded signatures were never answered"
     assert offer_total(postgres_dsn, LARGE_BUDGET) == len(recorded_nonces(postgres_dsn, LARGE_BUDGET))
+
+
+def leased_places(dsn: str, offer: str) -> int:
+    """Unused places of the offer's unexpired leases, every replica's, read with psql (the leases' times are the
+    replicas' clocks: Unix milliseconds)."""
+    rows = psql(dsn, f"SELECT coalesce(sum(places), 0) FROM offer_leases WHERE offer_id = '{offer}' "
+                     "AND expires_at_ms > (extract(epoch FROM clock_timestamp()) * 1000)::bigint")
+    return int(rows[0][0])
+
+
+def drain(servers, offer: str, signing_key) -> tuple[list[str], list]:
+    """Asks `servers` in turn for `offer` until each has refused once; returns the nonces signed and the refusals."""
+    nonces, refusals, open_servers = [], [], list(servers)
+    while open_servers:
+        server = open_servers[len(nonces) % len(open_servers)]
+        answer = server.post(PROMO_PATH, promo(offer))
+        if answer.status == 200:
+            nonces.append(signed_nonce(answer, signing_key, offer))
+        else:
+            refusals.append(answer)
+            open_servers.remove(server)
+        assert len(nonces) <= LEASED_TOTAL, "signed past the budget"
+    return nonces, refusals
+
+
+def test_a_replica_killed_mid_lease_never_lets_the_budget_be_passed(replicas, postgres_dsn, signing_key):
+    victim, survivors = replicas[0], replicas[1:]
+    # Eight requests one after the other on one replica: its leases are 1, 2, 4 and 8 places (twice the last
+    # lease's use), so it holds 7 unused places when it is killed.
+    held = 7
+    received = [signed_nonce(victim.post(PROMO_PATH, promo(LEASED)), signing_key, LEASED) for _ in range(8)]
+    assert leased_places(postgres_dsn, LEASED) == held
+    victim.process.send_signal(signal.SIGKILL)
+    assert victim.process.wait(timeout=10) == -signal.SIGKILL
+
+    # Two clients per surviving replica at once, until each is refused: every place but the dead lease's is signed.
+    stop = threading.Event()
+    hammers = [Hammer(survivors[index % 2], LEASED, stop) for index in range(4)]
+    for hammer in hammers:
+        hammer.start()
+    for hammer in hammers:
+        hammer.join(timeout=60)
+    assert not any(hammer.is_alive() for hammer in hammers), "a client never got its refusal"
+    for hammer in hammers:
+        assert hammer.refused and hammer.failure.startswith("403"), hammer.failure
+        received += hammer.nonces
+    recorded = recorded_nonces(postgres_dsn, LEASED)
+    assert len(recorded) == LEASED_TOTAL - held
+    # Refused while the dead replica's lease lasts: its places are held, not lost and not given twice.
+    nonces, refusals = drain(survivors, LEASED, signing_key)
+    assert nonces == []
+    for refusal in refusals:
+        assert_refused_for(refusal, "total_limit_reached")
+    assert leased_places(postgres_dsn, LEASED) == held
+
+    # Once the lease expires (10 s after it was taken), its places are signed, and not one more.
+    wait_until(lambda: leased_places(postgres_dsn, LEASED) == 0, 30, "the killed replica's lease to expire")
+    nonces, refusals = drain(survivors, LEASED, signing_key)
+    assert len(nonces) == held
+    for refusal in refusals:
+        assert_refused_for(refusal, "total_limit_reached")
+    received += nonces
+
+    assert len(received) == len(set(received)) == LEASED_TOTAL, "a nonce was handed out twice, or places were lost"
+    assert sorted(recorded_nonces(postgres_dsn, LEASED)) == sorted(received)
+    assert offer_total(postgres_dsn, LEASED) == LEASED_TOTAL
