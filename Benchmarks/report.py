@@ -1,7 +1,10 @@
 #!/usr/bin/env python3
 """Writes the Markdown report and the charts of a benchmark run from its JSON results (Benchmarks/run.py).
 
-    python Benchmarks/report.py Benchmarks/results/latest.json [OUT_DIR]
+    python Benchmarks/report.py Benchmarks/results/latest.json [OUT_DIR] [--with OTHER.json ...]
+
+With `--with`, the targets table has a column per run (this one first, then the others, e.g. the three runs kept
+in Benchmarks/reference/), and says in how many each target was met.
 
 report.md needs the standard library only; throughput.png and latency.png need matplotlib (Benchmarks/requirements.txt)
 and are left out, with a warning, without it.
@@ -108,7 +111,72 @@ def _attested(attested: dict | None, skipped: str | None) -> list[str]:
     ]
 
 
-def markdown(report: dict) -> str:
+def _bound(report: dict, target: str) -> str | None:
+    """What bounds a missed target, from the run's own measurements: the kernel's share and the system calls for
+    the CPU ratios, the busy cores for a latency, the group commits for the limited offer on PostgreSQL."""
+    endpoints = report.get("endpoints", {})
+    key = "promotional_verified" if "verified" in target else "promotional_jws" if "JWS" in target else None
+    if target.startswith("server CPU") and key:
+        result = endpoints[key]
+        text = (f"kernel {result.get('systemCpuPerRequestUs', 0):.1f} µs of {result.get('cpuPerRequestUs', 0):.1f} µs "
+                "per request")
+        calls = report.get("syscalls", {}).get(key)
+        if calls:
+            text += f"; {calls['perRequest']:.2f} system calls per request sequentially"
+        library = report.get("profile", {}).get(key, {}).get("userUsByGroup", {})
+        if library:
+            text += f"; libcrypto {library.get('libcrypto', 0):.1f} µs"
+        return text
+    if target.startswith("p99 at half load") and key:
+        half = endpoints.get(f"{key}_half", {})
+        if half:
+            cores = " + ".join(f"{value:.2f}" for value in half.get("serverThreadCores", [])[:2])
+            return f"at {half.get('requestsPerSecond', 0):,.0f}/s, p50 {half.get('p50Ms', 0):.2f} ms, cores {cores}"
+    if "PostgreSQL" in target:
+        commits = endpoints.get("postgresql_limited", {}).get("ledgerCommits", {})
+        if commits:
+            return (f"group commits of {commits.get('meanGroup', 0):.1f} records in {commits.get('meanCommitMs', 0):.2f} "
+                    "ms on average")
+    return None
+
+
+def _targets(runs: list[dict]) -> list[str]:
+    """The targets of every run, one column each (the first run's targets name the rows), in how many runs each was
+    met, and for a target missed in the first run what bounds it."""
+    rows = runs[0].get("targets", [])
+    if not rows:
+        return []
+    by_run = [{row["target"]: row for row in run.get("targets", [])} for run in runs]
+    columns = " | ".join(f"run {index + 1}" for index in range(len(runs)))
+    lines = [
+        "## Targets (issue 24)",
+        "",
+        f"Each figure measured in its own run, against a baseline of the same run; {len(runs)} run(s): "
+        + ", ".join(run.get("startedAt", "?") for run in runs) + ".",
+        "",
+        f"| target | {columns} | limit | met |",
+        "|---|" + "---:|" * len(runs) + "---:|---|",
+    ]
+    bounds = []
+    for row in rows:
+        figures = [found.get(row["target"]) for found in by_run]
+        cells = " | ".join(figure["text"] if figure else "–" for figure in figures)
+        measured = [figure for figure in figures if figure]
+        met = sum(1 for figure in measured if figure["met"])
+        verdict = "met" if met == len(measured) else f"**missed** ({met} of {len(measured)} met)"
+        limit = ("≥ " if row.get("atLeast") else "≤ ") + f"{row['limit']:.3g}"
+        lines.append(f"| {row['target']} | {cells} | {limit} | {verdict} |")
+        if not row["met"]:
+            bound = _bound(runs[0], row["target"])
+            if bound:
+                bounds.append(f"- {row['target']}: {bound}.")
+    lines.append("")
+    if bounds:
+        lines += ["What bounds the targets missed in run 1, from its own measurements:", "", *bounds, ""]
+    return lines
+
+
+def markdown(report: dict, others: list[dict] | None = None) -> str:
     settings = report.get("settings", {})
     endpoints = report.get("endpoints", {})
     crypto = report.get("baselines", {}).get("openssl", {})
@@ -217,18 +285,7 @@ def markdown(report: dict) -> str:
         lines.append("")
     else:
         lines += [f"Not measured: {peer.get('skipped', 'no peer scenario in this run')}.", ""]
-    rows = report.get("targets", [])
-    if rows:
-        lines += [
-            "## Targets (issue 11; App Attest)",
-            "",
-            "| target | measured | limit | |",
-            "|---|---:|---:|---|",
-        ]
-        for row in rows:
-            lines.append(f"| {row['target']} | {row['text']} | {row['limit']:.3g} | "
-                         f"{'met' if row['met'] else '**missed**'} |")
-        lines.append("")
+    lines += _targets([report, *(others or [])])
     reports = report.get("reports") or {}
     if reports:
         lines += [
@@ -325,28 +382,32 @@ def charts(report: dict, directory: Path) -> list[Path]:
     return written
 
 
-def write(report: dict, directory: Path) -> list[Path]:
-    """report.md, then the charts (a ReportError for the charts comes after report.md is written)."""
+def write(report: dict, directory: Path, others: list[dict] | None = None) -> list[Path]:
+    """report.md (its targets beside `others`' when given), then the charts (a ReportError for the charts comes after
+    report.md is written)."""
     directory.mkdir(parents=True, exist_ok=True)
     path = directory / "report.md"
-    path.write_text(markdown(report), encoding="utf-8")
+    path.write_text(markdown(report, others), encoding="utf-8")
     written = [path]
     written += charts(report, directory)
     return written
 
 
 def main(argv: list[str]) -> int:
-    if not 1 <= len(argv) <= 2:
+    others_at = argv.index("--with") if "--with" in argv else len(argv)
+    arguments, other_paths = argv[:others_at], argv[others_at + 1:]
+    if not 1 <= len(arguments) <= 2 or ("--with" in argv and not other_paths):
         print(__doc__, file=sys.stderr)
         return 2
-    source = Path(argv[0])
+    runs = []
+    for source in [Path(arguments[0]), *map(Path, other_paths)]:
+        try:
+            runs.append(json.loads(source.read_text(encoding="utf-8")))
+        except (OSError, ValueError) as error:
+            print(f"error: {source}: {error}", file=sys.stderr)
+            return 1
     try:
-        report = json.loads(source.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as error:
-        print(f"error: {source}: {error}", file=sys.stderr)
-        return 1
-    try:
-        for path in write(report, Path(argv[1]) if len(argv) > 1 else source.parent):
+        for path in write(runs[0], Path(arguments[1]) if len(arguments) > 1 else Path(arguments[0]).parent, runs[1:]):
             print(f"wrote {path}")
     except ReportError as error:
         print(f"warning: {error}", file=sys.stderr)
