@@ -28,11 +28,12 @@ final class RetentionAnswers: Sendable {
     }
 
     /// 1 MiB: about 2,000 answers that name a message or a product, 900 signed offers. Past it, the retry of an
-    /// older request is decided again (a message or a switch), or repeated from the ledger (a signed offer).
+    /// older request is decided again (a message or a switch), or repeated from the ledger (a signed offer, when
+    /// there is one).
     static let defaultByteLimit = 1 << 20
 
-    /// What a kept answer costs beyond its bytes, its key's and its request hash's: the allocations' headers and
-    /// rounding, its dictionary slot at the table's load, its place in the order (about 250 bytes, measured).
+    /// What a kept answer costs beyond its bytes, its key's and its request hash's: the three allocations' headers
+    /// and rounding (about 130 bytes), its dictionary slot at the table's load and its place in the order (about 120).
     static let entryOverhead = 256
 
     private struct Store: ~Copyable {

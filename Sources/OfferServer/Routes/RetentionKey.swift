@@ -17,13 +17,20 @@ struct RetentionKey: Sendable {
 
     init(_ request: RetentionService.Request, now: Int64) {
         let payload = request.payload
-        bundleId = request.app.bundleId
-        key = "retention:" + payload.requestIdentifier.lowercased()
         let fields = [
             "retention", payload.originalTransactionId, String(payload.appAppleId), payload.productId,
             payload.userLocale, payload.environment.rawValue,
         ]
-        requestHash = Hex.encode(SHA256.hash(Array(fields.joined(separator: "\n").utf8)))
+        self.init(
+            bundleId: request.app.bundleId, requestIdentifier: payload.requestIdentifier,
+            requestHash: Hex.encode(SHA256.hash(Array(fields.joined(separator: "\n").utf8))), now: now)
+    }
+
+    /// The key of `requestIdentifier` in app `bundleId`, for a request whose fields hash to `requestHash`, at `now`.
+    init(bundleId: String, requestIdentifier: String, requestHash: String, now: Int64) {
+        self.bundleId = bundleId
+        key = "retention:" + requestIdentifier.lowercased()
+        self.requestHash = requestHash
         validFrom = now - IssuedSignature.Idempotency.window
     }
 
