@@ -132,6 +132,18 @@ def _bound(report: dict, target: str) -> str | None:
         if half:
             cores = " + ".join(f"{value:.2f}" for value in half.get("serverThreadCores", [])[:2])
             return f"at {half.get('requestsPerSecond', 0):,.0f}/s, p50 {half.get('p50Ms', 0):.2f} ms, cores {cores}"
+    if "at 1M customers" in target:
+        # The same scenario on a ledger of a million customers and on the run's own: the commits and the cores.
+        baseline = "sqlite_limited" if "sqlite" in target else "postgresql_limited"
+        large, small = endpoints.get(f"{baseline}_1m", {}), endpoints.get(baseline, {})
+
+        def figures(result: dict) -> str:
+            commits = result.get("ledgerCommits", {})
+            return (f"commits {commits.get('meanCommitMs', 0):.2f} ms (p99 {commits.get('p99CommitMs', 0):.1f}), "
+                    f"{result.get('serverCores') or 0:.2f} cores")
+
+        if large and small:
+            return f"at 1M {figures(large)}; at 1k {figures(small)}"
     if "PostgreSQL" in target:
         commits = endpoints.get("postgresql_limited", {}).get("ledgerCommits", {})
         if commits:

@@ -2,11 +2,12 @@
 answer over a year of data, a million exposures, on SQLite and on PostgreSQL. The target is under one second.
 
 A ledger is made by the service (`serve` once, so its own migrations make the tables), then filled by this script
-with Python's sqlite3, or psql's COPY: 1,000,000 exposures of the measured offer spread over the last 365 days (a 20%
-holdout; conversions, redemptions, retention, lapses and revenue rows in realistic shares) and 200,000 of another
-offer, so the reports must pick theirs out. The service is started on it with an admin listener, and each report is
-asked for over HTTP (one warm-up, then five timed requests each: JSON outcomes, the JSON experiment report, its CSV),
-and through `offer-signer report experiment --json`. Standard library only; traffic to 127.0.0.1 only.
+with Python's sqlite3, or psql's COPY (`insert_sqlite` and `copy_postgresql` of `ledger_fill.py`): 1,000,000 exposures
+of the measured offer spread over the last 365 days (a 20% holdout; conversions, redemptions, retention, lapses and
+revenue rows in realistic shares) and 200,000 of another offer, so the reports must pick theirs out. The service is
+started on it with an admin listener, and each report is asked for over HTTP (one warm-up, then five timed requests
+each: JSON outcomes, the JSON experiment report, its CSV), and through `offer-signer report experiment --json`.
+Standard library only; traffic to 127.0.0.1 only.
 """
 
 from __future__ import annotations
@@ -17,13 +18,13 @@ import os
 import random
 import re
 import select
-import shutil
 import signal
-import sqlite3
 import statistics
 import subprocess
 import time
 from pathlib import Path
+
+import ledger_fill  # Benchmarks/ledger_fill.py: many rows into a ledger, the same way for every fill
 
 EXPOSURES = 1_000_000
 OTHER_EXPOSURES = 200_000
@@ -133,34 +134,6 @@ class Service:
             self.process.wait()
 
 
-def fill_sqlite(path: Path, rows: list, revenue: list) -> None:
-    with sqlite3.connect(path, timeout=60) as connection:
-        connection.executemany(
-            f"INSERT INTO exposures ({', '.join(COLUMNS)}) VALUES ({', '.join('?' * len(COLUMNS))})", rows)
-        connection.executemany(
-            f"INSERT INTO exposure_revenue ({', '.join(REVENUE_COLUMNS)}) "
-            f"VALUES ({', '.join('?' * len(REVENUE_COLUMNS))})", revenue)
-        connection.execute("ANALYZE")
-
-
-def fill_postgresql(dsn: str, rows: list, revenue: list) -> None:
-    psql = shutil.which("psql")
-    if psql is None:
-        raise ReportsError("psql is not installed (Debian's postgresql-client)")
-
-    def copy(table: str, columns: tuple, data: list) -> None:
-        text = "".join("\t".join("\\N" if value is None else str(value) for value in row) + "\n" for row in data)
-        subprocess.run([psql, dsn, "-v", "ON_ERROR_STOP=1", "-q", "-c",
-                        f"\\copy {table} ({', '.join(columns)}) FROM STDIN"],
-                       input=text.encode(), check=True, capture_output=True, timeout=600)
-
-    copy("exposures", COLUMNS, rows)
-    copy("exposure_revenue", REVENUE_COLUMNS, revenue)
-    # Each VACUUM its own command: psql runs one -c's statements in one transaction, where VACUUM cannot run.
-    subprocess.run([psql, dsn, "-q", "-c", "VACUUM ANALYZE exposures", "-c", "VACUUM ANALYZE exposure_revenue"],
-                   check=True, capture_output=True, timeout=600)
-
-
 def measure_backend(binary: str, directory: Path, base_config: dict, storage: str, label: str,
                     rows: list, revenue: list, bundle_id: str) -> dict:
     config = json.loads(json.dumps(base_config))
@@ -170,10 +143,12 @@ def measure_backend(binary: str, directory: Path, base_config: dict, storage: st
     # The service makes its tables (its migrations), then the rows go in.
     Service(binary, path, directory).stop()
     started = time.perf_counter()
+    tables = [ledger_fill.Table("exposures", COLUMNS, rows),
+              ledger_fill.Table("exposure_revenue", REVENUE_COLUMNS, revenue)]
     if storage.startswith("sqlite:"):
-        fill_sqlite(directory / storage.removeprefix("sqlite:"), rows, revenue)
+        ledger_fill.insert_sqlite(directory / storage.removeprefix("sqlite:"), tables)
     else:
-        fill_postgresql(storage, rows, revenue)
+        ledger_fill.copy_postgresql(storage, tables)
     filled = time.perf_counter() - started
     made = subprocess.run([binary, "admin", "token", "create", "--config", str(path), "--name", "bench",
                            "--role", "viewer"], capture_output=True, text=True, timeout=60)
