@@ -2433,10 +2433,21 @@ def main(argv: list[str]) -> int:
     print_floors(crypto, cpu_floors, instructions, peer)
     target_rows = targets(results, cpu_floors, instructions, peer)
     if target_rows:
-        print("\ntargets (issue 24; three reference runs side by side: Benchmarks/reference/report.md):")
+        # Beside each, the same target in the reference runs (Benchmarks/reference/run-*.json), when there are any.
+        reference = []
+        for path in sorted((Path(__file__).resolve().parent / "reference").glob("run-*.json")):
+            try:
+                reference.append({row["target"]: row for row in json.loads(path.read_text(encoding="utf-8"))
+                                  .get("targets", [])})
+            except (OSError, ValueError):
+                continue
+        print(f"\ntargets (issue 24): this run; in brackets the {len(reference)} reference runs "
+              "(Benchmarks/reference/report.md)")
         for row in target_rows:
             limit = ("at least " if row["atLeast"] else "at most ") + f"{row['limit']:.3g}"
-            print(f"  {'met   ' if row['met'] else 'MISSED'} {row['target']}: {row['text']} ({limit})")
+            earlier = "; ".join(run[row["target"]]["text"] if row["target"] in run else "-" for run in reference)
+            print(f"  {'met   ' if row['met'] else 'MISSED'} {row['target']}: {row['text']} ({limit})"
+                  + (f" [{earlier}]" if reference else ""))
     if server_stderr.strip():
         print(f"\nserver stderr:\n{server_stderr.strip()[-2000:]}")
 
