@@ -16,9 +16,10 @@ import Synchronization
 /// a replica whose lease was taken back records nothing from it. Lease times are the writer's `issuedAt` clock;
 /// a skewed clock makes leases last longer or shorter, never the budget larger.
 ///
-/// The block adapts to the rate: twice what the last lease was used for, at least what the group needs, at most
-/// `BudgetLeasing.largestBlock`, and at most a quarter of what is still free, so near the end of the budget a lease
-/// is exactly what a group needs (one place a record) and the places left over in other replicas' leases are few.
+/// A group that takes a lease takes its records' places from what is free while it holds the offer's lock (none for
+/// a record refused), and keeps a block for the groups after it: twice the rate, at most
+/// `BudgetLeasing.largestBlock`, and at most a quarter of what is still free, so near the end of the budget nothing
+/// is leased ahead and the places held in other replicas' leases are few.
 /// SQLite's one writer counts exactly under its write lock and never leases.
 enum BudgetLeasing {
     /// How long a lease holds its places (ms): what a killed replica's places wait before they come back, and how
@@ -29,16 +30,13 @@ enum BudgetLeasing {
     /// The most places one lease holds.
     static let largestBlock = 1_000
 
-    /// The places a replica holds after taking a lease, counted `counted` (the offer's places and redemptions, the
-    /// other replicas' unused leased places) while it held `own` (unexpired): enough for `need` if the budget has
-    /// them, up to twice `lastUsed` (the rate) and a quarter of what is free beyond, never past the budget. Fewer than
-    /// `own` when the budget was lowered.
-    static func placesToHold(budget: Int, counted: OfferUsage, own: Int, need: Int, lastUsed: Int) -> Int {
-        let available = max(0, budget - counted.offerReservations - counted.offerRedemptions - counted.offerLeased)
-        let free = max(0, available - own)
-        let wanted = min(max(need, 2 * lastUsed), largestBlock)
-        let grant = min(free, max(need - own, min(wanted - own, free / 4), 0))
-        return min(available, own + grant)
+    /// The places a replica keeps leased after a group that took its lease used `used` of them, with `left` of the
+    /// budget still free (the group held the offer's lock: it took places from what was free, exactly, none for a
+    /// record refused): twice the rate (the more of `used` and `lastUsed`, the last lease's use), at most
+    /// `largestBlock` and a quarter of `left`. Near the end of a budget nothing is kept: each group takes its
+    /// places under the offer's lock, exactly.
+    static func placesToKeep(left: Int, used: Int, lastUsed: Int) -> Int {
+        max(0, min(left / 4, largestBlock, 2 * max(used, lastUsed)))
     }
 }
 
@@ -58,6 +56,11 @@ struct BudgetLease: Sendable, Equatable {
     var leasedElsewhere: Int
     /// Places used from it since it was taken: the next block is sized on it.
     var used: Int
+    /// Taken in this group, under the offer's lock: `places` is what is free of the budget, and the lease kept is
+    /// set at the group's end (`BudgetLeases.settle`) instead of spent through the guard.
+    var takenHere = false
+    /// The last lease's use, for the block kept after this group.
+    var lastUsed = 0
 
     /// What a record admitted from the lease is told of its offer: the figures when it was taken, and, once its
     /// places are used up, the rest of the budget as held elsewhere (the policy then refuses, as it must).
@@ -153,27 +156,39 @@ final class BudgetLeases: Sendable {
         let answers = try transaction.send()
         for (offer, read) in zip(plan.acquisitions, reads) {
             let need = plan.needs[offer]!
-            let (figures, own, _) = try SQLLedger.counted(answers[read])
-            let places = BudgetLeasing.placesToHold(
-                budget: need.budget, counted: figures, own: own, need: need.records,
-                lastUsed: plan.held[offer]?.used ?? 0)
-            let expiresAt = plan.now + BudgetLeasing.lifetime
-            try transaction.write(
-                LeaseQuery.hold,
-                [.text(offer.app), .text(offer.offerId), .text(replica), .integer(Int64(places)), .integer(expiresAt)])
+            let figures = try SQLLedger.counted(answers[read]).usage
+            // Every free place, this replica's unexpired lease included (the others' leases are counted as held).
+            let free = max(
+                0, need.budget - figures.offerReservations - figures.offerRedemptions - figures.offerLeased)
             counts.leases[offer] = BudgetLease(
-                budget: need.budget, places: places, expiresAt: expiresAt, reservations: figures.offerReservations,
-                redemptions: figures.offerRedemptions, leasedElsewhere: figures.offerLeased, used: 0)
+                budget: need.budget, places: free, expiresAt: plan.now + BudgetLeasing.lifetime,
+                reservations: figures.offerReservations, redemptions: figures.offerRedemptions,
+                leasedElsewhere: figures.offerLeased, used: 0, takenHere: true, lastUsed: plan.held[offer]?.used ?? 0)
         }
     }
 
-    /// Spends the places the group took from each lease, in the group's transaction: the guard fails it
-    /// (`leaseLost`) when a lease is no longer this replica's to spend.
-    func spend(_ counts: GroupCounts, now: Int64, _ transaction: any SQLTransaction) throws(LedgerError) {
-        for (offer, taken) in counts.leaseTaken.sorted(by: { $0.key < $1.key }) where taken > 0 {
-            try transaction.write(
-                LeaseQuery.spend,
-                [.text(offer.app), .text(offer.offerId), .text(replica), .integer(Int64(taken)), .integer(now)])
+    /// At the group's end, in its transaction: each lease taken here is set to the block kept
+    /// (`BudgetLeasing.placesToKeep`); from each lease held before, the places the group took are spent, through the
+    /// guard that fails the transaction (`leaseLost`) when the lease is no longer this replica's to spend.
+    func settle(_ counts: inout GroupCounts, now: Int64, _ transaction: any SQLTransaction) throws(LedgerError) {
+        for offer in counts.leases.keys.sorted() {
+            guard var lease = counts.leases[offer] else { continue }
+            if lease.takenHere {
+                lease.places = BudgetLeasing.placesToKeep(
+                    left: lease.places, used: lease.used, lastUsed: lease.lastUsed)
+                lease.takenHere = false
+                counts.leases[offer] = lease
+                try transaction.write(
+                    LeaseQuery.hold,
+                    [
+                        .text(offer.app), .text(offer.offerId), .text(replica), .integer(Int64(lease.places)),
+                        .integer(lease.expiresAt),
+                    ])
+            } else if let taken = counts.leaseTaken[offer], taken > 0 {
+                try transaction.write(
+                    LeaseQuery.spend,
+                    [.text(offer.app), .text(offer.offerId), .text(replica), .integer(Int64(taken)), .integer(now)])
+            }
         }
     }
 

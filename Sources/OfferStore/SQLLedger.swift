@@ -98,7 +98,7 @@ public final class SQLLedger: Ledger {
     static func usage(
         _ transaction: any SQLTransaction, _ key: UsageKey, _ counts: inout GroupCounts, countOffer: Bool = true
     ) throws(LedgerError) -> OfferUsage {
-        let (usage, _, after) = try counted(
+        let (usage, after) = try counted(
             transaction.rows(Query.usage, usageValues(key, counts, countOffer: countOffer)))
         if countOffer {
             counts.remember(
@@ -108,8 +108,8 @@ public final class SQLLedger: Ledger {
         return usage
     }
 
-    /// `Query.usage`'s values for `key`, with the places `counts` kept for its offer, if any; `replica` names the
-    /// leases counted apart (`own_leased`).
+    /// `Query.usage`'s values for `key`, with the places `counts` kept for its offer, if any; `replica`'s own lease is
+    /// left out of the leased places.
     static func usageValues(
         _ key: UsageKey, _ counts: GroupCounts, countOffer: Bool = true, replica: String? = nil
     ) -> [SQLValue] {
@@ -121,11 +121,8 @@ public final class SQLLedger: Ledger {
         ]
     }
 
-    /// The counts in `Query.usage`'s rows, the unused places of the replica's own lease, and the moment the offer's
-    /// places are counted from.
-    static func counted(
-        _ rows: [SQLRow]
-    ) throws(LedgerError) -> (usage: OfferUsage, ownLeased: Int, after: Int64) {
+    /// The counts in `Query.usage`'s rows, and the moment the offer's places are counted from.
+    static func counted(_ rows: [SQLRow]) throws(LedgerError) -> (usage: OfferUsage, after: Int64) {
         guard let row = rows.first, let after = row.integer("after") else {
             throw LedgerError("statement \(Query.usage.name) returned no row where one was expected")
         }
@@ -134,7 +131,7 @@ public final class SQLLedger: Ledger {
             customerGranted: row.int("granted"), offerReservations: row.int("offer_places"),
             offerRedemptions: row.int("offer_redemptions"), offerLeased: row.int("leased"),
             customerSignaturesLastDay: row.int("last_day"), customerOldestLastDay: row.integer("oldest"))
-        return (usage, row.int("own_leased"), after)
+        return (usage, after)
     }
 
     // MARK: - Recording signatures
@@ -228,7 +225,7 @@ public final class SQLLedger: Ledger {
                     next = group.endIndex
                 }
                 results = try Self.expose(transaction, group, results)
-                try leases.spend(counts, now: plan.now, transaction)
+                try leases.settle(&counts, now: plan.now, transaction)
                 for total in counts.takeTotals() {
                     try transaction.write(
                         Query.addToTotal,
@@ -494,7 +491,7 @@ public final class SQLLedger: Ledger {
         /// earlier in the transaction, `GroupCounts`), the places are $7 corrected by those issued between $6 and the
         /// moment, instead of counted again. With $8 = 0 the offer is not counted (a signature without a budget, or
         /// one whose budget is leased): its places, redemptions and leases are 0. `leased` is the places of unexpired
-        /// leases (at $9) of every replica but $10; `own_leased`, $10's. The grants and resets are read by scalar subqueries in a subquery
+        /// leases (at $9) of every replica but $10. The grants and resets are read by scalar subqueries in a subquery
         /// without aggregates, which SQLite runs as a co-routine rather than a table it materializes every time.
         static let usage = SQLStatement(
             "ledger_usage",
@@ -519,9 +516,6 @@ public final class SQLLedger: Ledger {
                     (SELECT coalesce(sum(places), 0) FROM offer_leases
                         WHERE bundle_id = $1 AND offer_id = $2 AND expires_at_ms > $9 AND ($10 IS NULL OR replica_id <> $10))
                 END AS leased,
-                (SELECT coalesce(sum(places), 0) FROM offer_leases
-                    WHERE $10 IS NOT NULL AND bundle_id = $1 AND offer_id = $2 AND replica_id = $10 AND expires_at_ms > $9)
-                    AS own_leased,
                 (SELECT count(*) FROM issued_signatures
                     WHERE $3 IS NOT NULL AND bundle_id = $1 AND offer_id = $2 AND customer_key = $3
                         AND redeemed_at_ms IS NULL

@@ -13,29 +13,19 @@ struct BudgetLeaseTests {
     static let now = LedgerTests.now
 
     @Test(
-        "a block is what the group needs, up to twice the last lease's use and a quarter of what is free",
+        "the block kept is twice the rate, at most 1,000 and a quarter of what is free; nothing near the end",
         arguments: [
-            // budget, reservations, redemptions, leased elsewhere, own, need, last used → places held
-            (1_000, 0, 0, 0, 0, 1, 0, 1),  // a first lease: what the group needs
-            (1_000, 0, 0, 0, 0, 5, 0, 5),
-            (1_000, 100, 0, 0, 0, 1, 40, 80),  // the rate: twice the last lease's use
-            (1_000_000, 0, 0, 0, 0, 1, 900, 1_000),  // never more than the largest block
-            (1_000, 900, 0, 0, 0, 1, 100, 25),  // a quarter of the 100 free
-            (1_000, 990, 4, 2, 0, 3, 500, 3),  // near the end: exactly what the group needs
-            (1_000, 998, 0, 0, 0, 5, 0, 2),  // fewer free than needed: what is free
-            (10, 5, 3, 2, 0, 1, 0, 0),  // none free: nothing
-            (10, 6, 0, 0, 8, 1, 8, 4),  // the budget was lowered under a lease: it shrinks to fit
-            (1_000, 0, 0, 0, 30, 10, 20, 40),  // an own lease is topped up, not added to
+            // free places left, used by the group, the last lease's use → places kept
+            (1_000, 1, 0, 2),  // a first lease: twice what the group used
+            (1_000, 40, 10, 80),
+            (1_000, 5, 30, 60),  // the last lease's rate, when it was higher
+            (1_000_000, 900, 0, 1_000),  // never more than the largest block
+            (100, 100, 0, 25),  // a quarter of what is free
+            (3, 5, 500, 0),  // near the end: nothing kept ahead
+            (10, 0, 0, 0),  // nothing used (every record refused): nothing kept
         ])
-    func blockSize(
-        budget: Int, reservations: Int, redemptions: Int, elsewhere: Int, own: Int, need: Int, lastUsed: Int,
-        places: Int
-    ) {
-        let counted = OfferUsage(
-            offerReservations: reservations, offerRedemptions: redemptions, offerLeased: elsewhere)
-        #expect(
-            BudgetLeasing.placesToHold(budget: budget, counted: counted, own: own, need: need, lastUsed: lastUsed)
-                == places)
+    func blockSize(left: Int, used: Int, lastUsed: Int, kept: Int) {
+        #expect(BudgetLeasing.placesToKeep(left: left, used: used, lastUsed: lastUsed) == kept)
     }
 
     @Test("a lease's figures pass the total while it has places and refuse it once they are used")
@@ -94,51 +84,67 @@ struct PostgreSQLBudgetLeaseTests {
         #expect(usage.offerLeased == 0)
     }
 
+    /// Records signatures of a total of `budget` on `ledger` until one is refused; returns how many were recorded.
+    static func recordUntilRefused(_ prefix: String, budget: Int, in ledger: SQLLedger) throws -> Int {
+        var recorded = 0
+        while recorded <= budget, try record(signature("\(prefix)\(recorded)", budget: budget), in: ledger).recorded {
+            recorded += 1
+        }
+        return recorded
+    }
+
     @Test("a killed replica's unused places are held until its lease expires, then another replica uses them")
     func killedReplica() throws {
         let (killed, other) = (try replica(), try replica())
-        // A record the admission refuses leaves the place its lease took for it unused; the replica then dies
-        // without giving it back.
-        #expect(try !Self.record(Self.signature("dead", budget: 5), in: killed, admit: false).recorded)
-        #expect(killed.leases.current.values.map(\.places) == [1])
-        for index in 0..<4 { #expect(try Self.record(Self.signature("a\(index)", budget: 5), in: other).recorded) }
-        let refused = try Self.record(Self.signature("a4", budget: 5), in: other)
+        // One signature, and the lease keeps twice that for the next ones; the replica then dies without giving
+        // them back.
+        #expect(try Self.record(Self.signature("k0", budget: 10), in: killed).recorded)
+        #expect(killed.leases.current.values.map(\.places) == [2])
+        #expect(try Self.recordUntilRefused("a", budget: 10, in: other) == 7)
+        let refused = try Self.record(Self.signature("refused", budget: 10), in: other)
         #expect(!refused.recorded)
-        #expect(refused.usage.offerReservations == 4 && refused.usage.offerLeased == 1)
-        // Just before the lease's end its place is still held; at its end it comes back.
+        #expect(refused.usage.offerReservations == 8 && refused.usage.offerLeased == 2)
+        // Just before the lease's end its places are still held; at its end they come back.
         let end = BudgetLeaseTests.now + BudgetLeasing.lifetime
-        #expect(try !Self.record(Self.signature("a5", budget: 5, at: end - 1), in: other).recorded)
-        #expect(try Self.record(Self.signature("a6", budget: 5, at: end), in: other).recorded)
-        #expect(try !Self.record(Self.signature("a7", budget: 5, at: end + 1), in: other).recorded)
-        #expect(try other.offerTotals().first?.issued == 5)
+        #expect(try !Self.record(Self.signature("b0", budget: 10, at: end - 1), in: other).recorded)
+        #expect(try Self.record(Self.signature("b1", budget: 10, at: end), in: other).recorded)
+        #expect(try Self.record(Self.signature("b2", budget: 10, at: end), in: other).recorded)
+        #expect(try !Self.record(Self.signature("b3", budget: 10, at: end), in: other).recorded)
+        #expect(try other.offerTotals().first?.issued == 10)
     }
 
     @Test("a replica that stops cleanly gives its unused places back at once")
     func givenBack() throws {
         let (stopping, other) = (try replica(), try replica())
-        #expect(try !Self.record(Self.signature("unused", budget: 1), in: stopping, admit: false).recorded)
-        #expect(try !Self.record(Self.signature("b0", budget: 1), in: other).recorded)
+        #expect(try Self.record(Self.signature("s0", budget: 10), in: stopping).recorded)
+        #expect(try Self.recordUntilRefused("a", budget: 10, in: other) == 7)
         try stopping.giveBackLeases()
         #expect(stopping.leases.current.isEmpty)
         #expect(try other.usage(LedgerTests.key(nil)).offerLeased == 0)
-        #expect(try Self.record(Self.signature("b1", budget: 1), in: other).recorded)
+        #expect(try Self.recordUntilRefused("b", budget: 10, in: other) == 2)
+    }
+
+    @Test("every record a group refuses leaves its place free: nothing is leased for it")
+    func refusedRecordsLeaseNothing() throws {
+        let (first, second) = (try replica(), try replica())
+        #expect(try !Self.record(Self.signature("r0", budget: 1), in: first, admit: false).recorded)
+        #expect(try first.usage(LedgerTests.key(nil)).offerLeased == 0)
+        #expect(try Self.record(Self.signature("r1", budget: 1), in: second).recorded)
     }
 
     @Test("a replica whose clock is behind spends nothing from a lease another replica took back: it leases again")
     func leaseTakenBack() throws {
         let (behind, ahead) = (try replica(), try replica())
-        #expect(try !Self.record(Self.signature("unused", budget: 3), in: behind, admit: false).recorded)
+        #expect(try Self.record(Self.signature("u", budget: 10), in: behind).recorded)
         // The other replica's clock is past the lease's end: taking its own lease deletes the expired one.
         let later = BudgetLeaseTests.now + 2 * BudgetLeasing.lifetime
-        #expect(try Self.record(Self.signature("c0", budget: 3, at: later), in: ahead).recorded)
+        #expect(try Self.record(Self.signature("c0", budget: 10, at: later), in: ahead).recorded)
         // The first replica still believes in its lease: the guard refuses the spend, and the group goes again
-        // with a new lease, counted afresh.
-        #expect(behind.leases.current.values.map(\.places) == [1])
-        let outcome = try Self.record(Self.signature("c1", budget: 3, at: BudgetLeaseTests.now + 1), in: behind)
+        // with a new lease, counted afresh (the two signatures so far).
+        #expect(behind.leases.current.values.map(\.places) == [2])
+        let outcome = try Self.record(Self.signature("c1", budget: 10, at: BudgetLeaseTests.now + 1), in: behind)
         #expect(outcome.recorded)
-        #expect(outcome.usage.offerReservations == 1)
-        #expect(try Self.record(Self.signature("c2", budget: 3, at: later), in: ahead).recorded)
-        #expect(try !Self.record(Self.signature("c3", budget: 3, at: later), in: ahead).recorded)
+        #expect(outcome.usage.offerReservations == 2)
         #expect(try ahead.offerTotals().first?.issued == 3)
     }
 
