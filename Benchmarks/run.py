@@ -615,6 +615,13 @@ class Scenario:
         # Statuses counted rather than failing the run (the retention deadline's 503).
         self.tolerated: set[str] = set()
 
+    def batch_bodies(self) -> list[str]:
+        """The bodies a sequential batch cycles through (callgrind's, strace's): the file's lines, or the one body,
+        or none."""
+        if self.bodies is not None:
+            return [line for line in self.bodies.read_text(encoding="utf-8").splitlines() if line]
+        return [self.body] if self.body else []
+
     def paced(self, key: str, label: str, delay_ms: int) -> "Scenario":
         """The same requests, each connection's spaced by `delay_ms`."""
         copy = Scenario(key, label, self.method, self.path, None, self.signs, self.bodies, delay_ms,
@@ -1515,8 +1522,7 @@ def callgrind_requests(binary: str, config: Path, directory: Path, plan: list[Sc
     figures: dict = {}
     try:
         for scenario in plan:
-            bodies = ([line for line in scenario.bodies.read_text(encoding="utf-8").splitlines() if line]
-                      if scenario.bodies else [scenario.body] if scenario.body else [])
+            bodies = scenario.batch_bodies()
             callgrind_batch(server.port, scenario, bodies, CALLGRIND_WARMUP)
             instructions, elapsed = instrumented(
                 server, directory, "server", scenario.label,
@@ -1808,8 +1814,7 @@ def syscall_profile(binary: str, config: Path, directory: Path, plan: list[Scena
     figures: dict = {}
     try:
         for scenario in plan:
-            bodies = ([line for line in scenario.bodies.read_text(encoding="utf-8").splitlines() if line]
-                      if scenario.bodies else [scenario.body] if scenario.body else [])
+            bodies = scenario.batch_bodies()
             callgrind_batch(server.port, scenario, bodies, CALLGRIND_WARMUP)
             output = directory / f"strace.{scenario.key}.txt"
             tracer = subprocess.Popen(
